@@ -1,0 +1,61 @@
+"""Graph workflow engine, drop-in for the linear HTN plan selector (hook: before_main_llm_call, _15_).
+
+Runs after the belief-state tracker and the org dispatcher, so it sees this
+pass's domain and plan filter: it matches the user's message to a plan,
+activates, switches or ends runs, and (when the companion in
+message_loop_prompts_after is absent) judges tool results and injects the
+workflow context, one call late but never against the wrong step.
+"""
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+try:
+    from helpers.extension import Extension  # Agent-Zero v0.9.9+ / v1.x layout
+except ImportError:
+    from python.helpers.extension import Extension  # Agent-Zero v0.9.x layout
+
+
+def _load_engine():
+    """Import the engine package installed beside the extension folders (not on sys.path here)."""
+    if "graph_engine.adapter" in sys.modules:
+        return sys.modules["graph_engine.adapter"]
+    here = Path(__file__).resolve().parent
+    roots = [os.environ.get("GRAPH_ENGINE_HOME", ""), str(here), str(here.parent), str(here.parent.parent)]
+    for root in filter(None, roots):
+        init = Path(root) / "graph_engine" / "__init__.py"
+        if init.is_file():
+            spec = importlib.util.spec_from_file_location(
+                "graph_engine", str(init), submodule_search_locations=[str(init.parent)])
+            module = importlib.util.module_from_spec(spec)
+            sys.modules["graph_engine"] = module
+            spec.loader.exec_module(module)
+            return importlib.import_module("graph_engine.adapter")
+    raise ImportError("package graph_engine not found beside " + str(here) + "; run install_graph_engine.sh")
+
+
+class HTNPlanSelector(Extension):
+    """Plan matching and activation; the workflow engine's before_main_llm_call side."""
+
+    async def execute(self, loop_data=None, **kwargs):
+        try:
+            adapter = _load_engine()
+        except Exception as exc:  # the agent's loop must go on
+            _warn_once(self.agent, f"[HTN] Workflow engine not loaded: {exc}")
+            return
+        adapter.run_hook(self.agent, loop_data, "before_main", __file__)
+
+
+_warned = set()
+
+
+def _warn_once(agent, text):
+    if text in _warned:
+        return
+    _warned.add(text)
+    try:
+        agent.context.log.log(type="warning", heading=text[:120], content=text)
+    except Exception:
+        pass

@@ -1,0 +1,280 @@
+"""The Agent-Zero shell around the engine: read one hook call, run ``engine.step``, apply effects.
+
+Used by both extension files.  ``run_hook`` never raises: any failure becomes
+one log line naming what failed and where, and the agent's loop goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import traceback
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from . import engine
+from .history import CallOutput, newest_call_output, reply_before_user_message, user_words
+from .library import LibraryCache
+from .model import Plan
+from .salute import build_report, write_report
+from .state import is_legacy_linear, migrate_legacy, problem_with
+
+CONTEXT_KEY = "htn_active_plan"
+STATE_ATTR = "_htn_state"
+PACE_ATTR = "_org_pace_level"
+LIBRARY_NAME = "htn_plan_library.json"
+MONOLOGUE_KEY = "graph_engine_monologue"
+MAX_FULL_OUTPUT = 4 * 1024 * 1024
+MAX_LOGGED_ONCE = 256
+
+
+class Runtime:
+    """Process-wide: the library cache and the set of one-time messages already logged."""
+
+    def __init__(self, library_path: str, a0_root: str = "/a0") -> None:
+        self.library = LibraryCache(library_path)
+        self.a0_root = a0_root
+        self.logged_once: set[str] = set()
+
+    @property
+    def org_dir(self) -> str:
+        return os.path.join(self.a0_root, "usr", "organizations")
+
+    def lookup(self, plan_id: str, version: str) -> Plan | None:
+        current = self.library.current.get(plan_id) if self.library.current else None
+        if current is not None and (not version or current.version == version):
+            return current
+        return self.library.plan_version(plan_id, version) or current
+
+
+_runtimes: dict[str, Runtime] = {}
+
+
+def locate_library(ext_file: str) -> str:
+    """The library next to the drop-in extension, wherever this pack is installed."""
+    env = os.environ.get("GRAPH_ENGINE_LIBRARY")
+    if env:
+        return env
+    here = Path(ext_file).resolve().parent
+    for candidate in (here / LIBRARY_NAME, here.parent / "before_main_llm_call" / LIBRARY_NAME,
+                      here.parent.parent / "plan_library" / LIBRARY_NAME):
+        if candidate.is_file():
+            return str(candidate)
+    return str(here.parent / "before_main_llm_call" / LIBRARY_NAME)
+
+
+def runtime_for(ext_file: str) -> Runtime:
+    path = locate_library(ext_file)
+    rt = _runtimes.get(path)
+    if rt is None:
+        rt = _runtimes[path] = Runtime(path, os.environ.get("A0_ROOT", "/a0"))
+    return rt
+
+
+def run_hook(agent: Any, loop_data: Any, hook: str, ext_file: str, runtime: Runtime | None = None) -> None:
+    """One hook call from an extension file.  Never raises."""
+    rt = runtime or runtime_for(ext_file)
+    try:
+        _run(rt, agent, loop_data, hook)
+    except Exception as exc:  # noqa: BLE001 - the agent's loop must go on
+        frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+        where = f"{Path(frame.filename).name}:{frame.lineno}" if frame else "?"
+        _log_once(rt, agent, "error", f"[HTN] Workflow engine error in {hook} ({type(exc).__name__} at {where}: "
+                                      f"{exc}); this pass is skipped, the agent continues. Please report it.")
+
+
+def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
+    library, problems = rt.library.refresh()
+    for line in problems:
+        _log_once(rt, agent, "warning", f"[HTN] {line}")
+    raw_state = getattr(agent, STATE_ATTR, None)
+    if library is None and raw_state is None:
+        return
+    obs = observe(agent, loop_data, hook)
+    state = _usable_state(rt, agent, raw_state, obs)
+    plans = library.plans.values() if library is not None else ()
+    new_state, fx = engine.step(plans, rt.lookup, state, obs)
+    _apply(rt, agent, loop_data, new_state, fx)
+
+
+# ── reading ─────────────────────────────────────────────────────────────────
+
+
+def observe(agent: Any, loop_data: Any, hook: str) -> engine.Observation:
+    iteration = int(getattr(loop_data, "iteration", 0) or 0)
+    history = getattr(loop_data, "history_output", None) or []
+    output = newest_call_output(history) if iteration > 0 else reply_before_user_message(history)
+    return engine.Observation(
+        hook=hook,
+        monologue=_monologue_id(loop_data),
+        iteration=iteration,
+        user_message=user_words(getattr(loop_data, "user_message", None)) if iteration == 0 else "",
+        domain=_bst_domain(agent),
+        allowed_plans=_allowed_plans(agent),
+        output=_full_output(output),
+        global_turn=_global_turn(agent, loop_data),
+    )
+
+
+def _monologue_id(loop_data: Any) -> str:
+    store = getattr(loop_data, "params_persistent", None)
+    if not isinstance(store, dict):
+        return f"m{id(loop_data):x}"
+    mono = store.get(MONOLOGUE_KEY)
+    if not isinstance(mono, str):
+        mono = store[MONOLOGUE_KEY] = uuid.uuid4().hex[:10]
+    return mono
+
+
+def _global_turn(agent: Any, loop_data: Any) -> int:
+    key = (_monologue_id(loop_data), getattr(loop_data, "iteration", 0))
+    seen = getattr(agent, "_graph_engine_pass", None)
+    if not isinstance(seen, list) or len(seen) != 2:
+        seen = [None, 0]
+    if seen[0] != key:
+        seen = [key, int(seen[1]) + 1]
+        setattr(agent, "_graph_engine_pass", seen)
+    return seen[1]
+
+
+def _bst_domain(agent: Any) -> str:
+    store = getattr(agent, "_bst_store", None)
+    belief = store.get("__bst_belief_state__") if isinstance(store, dict) else None
+    domain = belief.get("domain", "") if isinstance(belief, dict) else ""
+    return domain if isinstance(domain, str) else ""
+
+
+def _allowed_plans(agent: Any) -> tuple[str, ...] | None:
+    try:
+        value = agent.get_data("_org_htn_allowed_plans")
+    except Exception:  # noqa: BLE001 - an agent without data means "no filter"
+        return None
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple, set)):
+        return tuple(v for v in value if isinstance(v, str))
+    return ()  # a filter of the wrong type allows nothing rather than everything
+
+
+def _full_output(out: CallOutput | None) -> CallOutput | None:
+    """A result shortened by compression is read back from the file Agent-Zero saved, when it can be."""
+    if out is None or not out.truncated or not out.file:
+        return out
+    try:
+        with open(out.file, "rb") as fh:
+            blob = fh.read(MAX_FULL_OUTPUT)
+    except OSError:
+        return out
+    text = blob.decode("utf-8", errors="replace")
+    return CallOutput(reply=out.reply, reply_tool=out.reply_tool, tool=out.tool, text=text, file=out.file,
+                      not_found=out.not_found)
+
+
+def _usable_state(rt: Runtime, agent: Any, raw: Any, obs: engine.Observation) -> dict | None:
+    if raw is None:
+        return None
+    if is_legacy_linear(raw):
+        return _migrate(rt, agent, raw, obs)
+    problem = problem_with(raw)
+    if not problem:
+        return raw
+    excerpt = _excerpt(raw)
+    _log(agent, "warning", f"[HTN] Ignored an unusable {STATE_ATTR} ({problem}): {excerpt}; it was kept in "
+                           f"agent._htn_state_rejected and no workflow is active")
+    setattr(agent, "_htn_state_rejected", raw)
+    _clear_state(agent)
+    return None
+
+
+def _migrate(rt: Runtime, agent: Any, raw: dict, obs: engine.Observation) -> dict | None:
+    plan = rt.lookup(raw["plan_id"], "")
+    name = raw.get("plan_name", raw["plan_id"])
+    if plan is not None and plan.mode == "linear" and plan.total_steps == raw.get("total_steps", plan.total_steps):
+        _log(agent, "info", f"[HTN] Continued plan '{name}' from the previous selector's state "
+                            f"at step {int(raw.get('current_step', 0)) + 1}")
+        return migrate_legacy(raw, plan, obs.monologue, obs.pass_key, obs.global_turn)
+    why = "no longer in the library" if plan is None else "now a different plan (graph or other steps)"
+    _log(agent, "warning", f"[HTN] Ended plan '{name}' left by the previous selector at step "
+                           f"{int(raw.get('current_step', 0)) + 1}: the plan is {why}; send the request again "
+                           f"to start it under the graph engine")
+    setattr(agent, "_htn_state_rejected", raw)
+    _clear_state(agent)
+    return None
+
+
+def _excerpt(value: Any) -> str:
+    try:
+        text = json.dumps(value, default=repr)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text[:200] + ("..." if len(text) > 200 else "")
+
+
+# ── applying ────────────────────────────────────────────────────────────────
+
+
+def _apply(rt: Runtime, agent: Any, loop_data: Any, state: dict | None, fx: engine.Effects) -> None:
+    for level, text in fx.logs:
+        _log(agent, level, text)
+    if fx.final_state is not None:
+        setattr(agent, "_htn_last_run", fx.final_state)
+    if state is None:
+        _clear_state(agent)
+    else:
+        setattr(agent, STATE_ATTR, state)
+    if fx.pace_level:
+        setattr(agent, PACE_ATTR, fx.pace_level)
+    if fx.report is not None:
+        _report(rt, agent, fx.report)
+    extras = getattr(loop_data, "extras_temporary", None)
+    if isinstance(extras, dict):
+        if fx.context is not None:
+            extras[CONTEXT_KEY] = fx.context
+        elif state is None:
+            extras.pop(CONTEXT_KEY, None)
+
+
+def _clear_state(agent: Any) -> None:
+    if getattr(agent, STATE_ATTR, None) is not None:
+        setattr(agent, STATE_ATTR, None)
+
+
+def _report(rt: Runtime, agent: Any, request: dict) -> None:
+    """An immediate SALUTE report, when the org kernel is active."""
+    if not os.path.isfile(os.path.join(rt.org_dir, "active.json")):
+        return
+    role = getattr(agent, "_org_active_role", None)
+    role = role if isinstance(role, dict) else {}
+    org = getattr(agent, "_org_active", None)
+    org = org if isinstance(org, dict) else {}
+    report = build_report(state=request["state"], pace_level=request["pace_level"], role=role, org=org,
+                          agent_number=int(getattr(agent, "number", 0) or 0), bst_domain=_bst_domain(agent),
+                          now=datetime.now(timezone.utc), status_state=request.get("status_state", ""))
+    try:
+        path = write_report(os.path.join(rt.org_dir, "reports"), role.get("role_id", "unknown"), report)
+    except OSError as exc:
+        _log(agent, "warning", f"[HTN] SALUTE report not written to {rt.org_dir}/reports ({exc}); "
+                               "check the folder is writable")
+        return
+    _log(agent, "info", f"[HTN] SALUTE report written: {path}")
+
+
+# ── logging ─────────────────────────────────────────────────────────────────
+
+
+def _log(agent: Any, level: str, text: str) -> None:
+    try:
+        agent.context.log.log(type=level, heading=text[:120], content=text)
+    except Exception:  # noqa: BLE001 - a missing log must not stop the agent
+        pass
+
+
+def _log_once(rt: Runtime, agent: Any, level: str, text: str) -> None:
+    if text in rt.logged_once:
+        return
+    if len(rt.logged_once) >= MAX_LOGGED_ONCE:
+        rt.logged_once.clear()
+    rt.logged_once.add(text)
+    _log(agent, level, text)

@@ -1,0 +1,432 @@
+"""The step function: (plans, state, observation) -> (state', effects).
+
+Rules of this module
+--------------------
+* Everything that changes a run's state lives here.  No I/O: no Agent-Zero, no
+  files, no clock, no logging.  What must happen outside (log a line, inject
+  text, set a PACE level, write a report) comes back as ``Effects``.
+* This module does not know which Agent-Zero hook called it; it knows only the
+  observation's ``hook`` name and what that implies for timing.
+
+Theory of operation
+-------------------
+Agent-Zero runs passes.  Pass *k* of a monologue builds a prompt (the
+``message_loop_prompts_after`` hook is the last moment to add text that reaches
+this pass's LLM call), then calls ``before_main_llm_call`` (text added there
+reaches only call *k+1*), then calls the model; the tool's result lands in
+history and is visible at pass *k+1*.
+
+So every pass key ``"<monologue>:<k>"`` names one LLM call.  The engine
+records in ``state["shown"]`` which node's instructions were in the prompt of
+which call, and in ``state["consumed"]`` which calls' outputs were already
+judged.  The output of call *k* (read at pass *k+1*) is evidence only if call
+*k* was shown the node that is current now and it was not judged before.
+Anything else (results from before activation, from an earlier user message,
+re-read after history compression, a wrong tool) changes nothing but counters.
+
+Each pass is counted once (``state["last_pass"]``), whichever hook sees it
+first, and then: judge evidence -> follow edges -> settle on a task or a
+terminal node -> (on a new user message) keep, switch or end the run -> check
+staleness and the turn ceiling -> render the context.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+from . import render
+from .history import CallOutput
+from .matching import best_match, domain_leaves_plan
+from .model import Edge, Node, Plan
+from .state import (MAX_CONSUMED, emit, new_state, push_path, record_shown, remember, shown_node)
+from .verify import Evidence, Verdict, check
+
+PROMPTS_AFTER = "prompts_after"
+BEFORE_MAIN = "before_main"
+MAX_SETTLE_STEPS = 64
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the adapter read from one Agent-Zero hook call."""
+
+    hook: str
+    monologue: str
+    iteration: int
+    user_message: str = ""
+    domain: str = ""
+    allowed_plans: Sequence[str] | None = None
+    output: CallOutput | None = None  # what the previous LLM call produced
+    global_turn: int = 0
+
+    @property
+    def pass_key(self) -> str:
+        return f"{self.monologue}:{self.iteration}"
+
+    @property
+    def next_pass_key(self) -> str:
+        return f"{self.monologue}:{self.iteration + 1}"
+
+
+@dataclass
+class Effects:
+    logs: list[tuple[str, str]] = field(default_factory=list)  # (level, text)
+    context: str | None = None
+    pace_level: str | None = None
+    report: dict[str, Any] | None = None
+    ended: str = ""  # "completed" | "escalated" | "expired" | "aborted" | "ended" | ""
+    notice: str = ""  # why an earlier run ended, shown above a newly started run's context
+    final_state: dict[str, Any] | None = None  # the state of a run that ended in this call
+
+    def log(self, level: str, text: str) -> None:
+        self.logs.append((level, text))
+
+
+PlanLookup = Callable[[str, str], Plan | None]  # (plan_id, version) -> plan
+
+
+@dataclass
+class Run:
+    """A state together with the plan version it runs, for the duration of one step."""
+
+    plan: Plan
+    state: dict[str, Any]
+    fx: Effects
+
+    @property
+    def node(self) -> Node:
+        return self.plan.nodes[self.state["current_node"]]
+
+
+def step(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any] | None,
+         obs: Observation) -> tuple[dict[str, Any] | None, Effects]:
+    """Advance one hook call.  ``plans``: the current library; ``lookup`` finds a run's plan version."""
+    fx = Effects()
+    run = _resume(lookup, state, fx)
+    if run is not None:
+        _judge(run, obs, _tick(run, obs))
+        run = _alive(run)
+    if obs.hook == BEFORE_MAIN and obs.iteration == 0:
+        run = _new_message(plans, run, obs, fx)
+    if run is not None:
+        _check_limits(run)
+        run = _alive(run)
+    if run is None:
+        return None, fx
+    fx.context = render.context(run.plan, run.state)
+    if fx.notice:
+        fx.context = fx.notice + "\n\n" + fx.context
+    target = obs.pass_key if obs.hook == PROMPTS_AFTER else obs.next_pass_key
+    record_shown(run.state, target, run.state["current_node"])
+    return run.state, fx
+
+
+# ── resuming and counting ───────────────────────────────────────────────────
+
+
+def _resume(lookup: PlanLookup, state: dict[str, Any] | None, fx: Effects) -> Run | None:
+    if state is None:
+        return None
+    plan = lookup(state["plan_id"], state.get("plan_version", ""))
+    if plan is None or state["current_node"] not in plan.nodes:
+        what = "no longer in the library" if plan is None else f"has no node '{state['current_node']}'"
+        reason = f"plan '{state['plan_id']}' {what}"
+        fx.log("warning", f"[HTN] Workflow '{state.get('plan_name', state['plan_id'])}' ended: {reason}; "
+                          "start it again with a new request once the library has it")
+        fx.context = render.ended_notice(state, "ENDED", reason)
+        fx.ended = "ended"
+        return None
+    return Run(plan=plan, state=state, fx=fx)
+
+
+def _tick(run: Run, obs: Observation) -> str:
+    """Count the pass once; return the key of the call whose output this pass may judge."""
+    s = run.state
+    previous = s.get("last_pass", "")
+    if previous == obs.pass_key:
+        return f"{obs.monologue}:{obs.iteration - 1}" if obs.iteration > 0 else ""
+    s["last_pass"] = obs.pass_key
+    s["turn"] += 1
+    s["turns_since_transition"] = s.get("turns_since_transition", 0) + 1
+    s["turns_since_progress"] = s.get("turns_since_progress", 0) + 1
+    if obs.iteration > 0:
+        return f"{obs.monologue}:{obs.iteration - 1}"
+    # first pass of a new monologue: the previous monologue's last call (its response reply)
+    return previous if previous.split(":", 1)[0] != obs.monologue else ""
+
+
+def _finish(run: Run, how: str, context: str) -> None:
+    run.fx.ended = how
+    run.fx.context = context
+    run.fx.final_state = run.state
+
+
+def _alive(run: Run) -> Run | None:
+    return None if run.fx.ended else run
+
+
+# ── evidence ────────────────────────────────────────────────────────────────
+
+
+def _judge(run: Run, obs: Observation, key: str) -> None:
+    out, s = obs.output, run.state
+    if out is None or not key or key in s.get("consumed", []):
+        return
+    remember(s, "consumed", key, MAX_CONSUMED)
+    node = run.node
+    shown = shown_node(s, key)
+    if shown != node.id or node.type != "task":
+        return  # that call was not shown this node: not evidence
+    if out.not_found or (node.tool and out.tool != node.tool):
+        emit(s, "evidence_ignored", node=node.id, tool=out.tool,
+             reason="unknown tool" if out.not_found else f"step expects tool {node.tool}")
+        return
+    verdict = check(node.verify, Evidence(tool=out.tool, text=out.text, reply=out.reply, truncated=out.truncated))
+    if run.plan.mode == "linear":
+        _linear_verdict(run, node, verdict)
+    else:
+        _graph_verdict(run, node, verdict)
+
+
+# ── graph traversal ─────────────────────────────────────────────────────────
+
+
+def _graph_verdict(run: Run, node: Node, verdict: Verdict) -> None:
+    s = run.state
+    v = s["visited"].setdefault(node.id, {"outcome": "pending", "attempts": 0, "failures": 0})
+    v["attempts"] += 1
+    emit(s, "node_verified", node=node.id, outcome="success" if verdict.ok else "fail", reason=verdict.reason)
+    if verdict.ok:
+        v["outcome"] = "success"
+        s["last_outcome"], s["last_failure"] = "success", ""
+        _count_progress(run, node)
+        _follow_or_stall(run, node, _pick(run.plan, node.id, ("on_success", "always")), "success", verdict)
+        return
+    v["failures"] += 1
+    s["last_failure"] = verdict.reason
+    if v["failures"] <= node.max_retries:
+        s["last_outcome"] = "retry"
+        emit(s, "retry_triggered", node=node.id, attempt=v["failures"] + 1, of=node.max_retries + 1)
+        edge = _pick(run.plan, node.id, ("on_retry",))
+        if edge is not None:
+            _follow(run, edge)
+            _settle(run)
+        return  # no on_retry edge: retry in place
+    v["outcome"] = "fail"
+    s["last_outcome"] = "exhausted"
+    if node.id not in s["steps_failed"]:
+        s["steps_failed"].append(node.id)
+    edge = _pick(run.plan, node.id, ("on_exhaust", "on_fail", "always"))
+    _follow_or_stall(run, node, edge, "fail", verdict)
+
+
+def _count_progress(run: Run, node: Node) -> None:
+    """Real progress: a task node completed for the first time in this run."""
+    s = run.state
+    if node.id in s["steps_completed"]:
+        return
+    s["steps_completed"].append(node.id)
+    s["completed_nodes"] += 1
+    s["turns_since_progress"] = 0
+    if node.id in run.plan.success_path:
+        s["current_step"] = min(s["current_step"] + 1, run.plan.total_steps)
+
+
+def _pick(plan: Plan, node_id: str, conditions: Sequence[str]) -> Edge | None:
+    edges = plan.out_edges.get(node_id, ())
+    for cond in conditions:
+        for e in edges:
+            if e.condition == cond:
+                return e
+    return None
+
+
+def _follow_or_stall(run: Run, node: Node, edge: Edge | None, outcome: str, verdict: Verdict) -> None:
+    if edge is not None:
+        _follow(run, edge)
+        _settle(run)
+        return
+    _stall(run, node, outcome, verdict.reason)
+
+
+def _stall(run: Run, node: Node, outcome: str, reason: str) -> None:
+    s = run.state
+    s["stalled"] = (f"step '{node.name}' ended with outcome '{outcome}' ({reason}) and no edge leaves it for "
+                    "that outcome; stop and tell the user what failed")
+    emit(s, "route_stalled", node=node.id, outcome=outcome, reason=reason)
+    run.fx.log("warning", f"[HTN] Workflow '{run.plan.name}' stalled at '{node.id}': no edge for outcome "
+                          f"'{outcome}' ({reason}); add an edge for it in plan '{run.plan.id}'")
+
+
+def _follow(run: Run, edge: Edge) -> None:
+    s = run.state
+    emit(s, "edge_followed", **{"from": edge.src, "to": edge.dst, "condition": edge.condition})
+    s["current_node"] = edge.dst
+    s["turns_since_transition"] = 0
+    s["stalled"] = ""
+    s["route_note"] = ""
+    push_path(s, edge.dst)
+    entry = s["visited"].setdefault(edge.dst, {"outcome": "pending", "attempts": 0, "failures": 0})
+    entry["outcome"] = "pending"  # budgets stay: they are per node per run
+    emit(s, "node_entered", node=edge.dst)
+
+
+def _settle(run: Run) -> None:
+    """Pass through start, checkpoint and decision nodes until a task or a terminal node."""
+    for _ in range(MAX_SETTLE_STEPS):
+        node = run.node
+        if node.type == "task":
+            return
+        if node.type == "exit":
+            _complete(run, node)
+            return
+        if node.type == "escalate":
+            _escalate(run, node)
+            return
+        edge = _pass_through_edge(run, node)
+        if edge is None:
+            _stall(run, node, run.state.get("last_outcome") or "success", "pass-through node without a route")
+            return
+        _follow(run, edge)
+        if node.type == "decision":
+            run.state["route_note"] = (f"Decision '{node.name}': {node.description or node.name} "
+                                       f"→ routed on {edge.condition} to '{run.plan.nodes[edge.dst].name}'")
+    _stall(run, run.node, "loop", f"more than {MAX_SETTLE_STEPS} pass-through nodes in a row")
+
+
+def _pass_through_edge(run: Run, node: Node) -> Edge | None:
+    if node.type == "checkpoint":
+        emit(run.state, "checkpoint_reached", node=node.id, name=node.name)
+    if node.type != "decision":
+        return _pick(run.plan, node.id, ("always", "on_success"))
+    last = run.state.get("last_outcome") or "success"
+    order = {
+        "success": ("on_success", "always"),
+        "retry": ("on_fail", "on_retry", "always"),
+        "exhausted": ("on_fail", "on_exhaust", "always"),
+    }[last]
+    emit(run.state, "decision_routed", node=node.id, outcome=last)
+    return _pick(run.plan, node.id, order)
+
+
+def _complete(run: Run, node: Node) -> None:
+    s = run.state
+    emit(s, "plan_completed", node=node.id, completed=s["completed_nodes"], path_len=s["path_len"])
+    run.fx.log("info", f"[HTN] Workflow '{run.plan.name}' completed at '{node.name}': "
+                       f"{s['completed_nodes']}/{s['total_nodes']} steps done in {s['turn']} turns")
+    _finish(run, "completed", render.completed_notice(s, node.name))
+
+
+def _escalate(run: Run, node: Node) -> None:
+    s = run.state
+    reason = node.reason or node.name
+    emit(s, "plan_escalated", node=node.id, reason=reason, pace_level=node.pace_level)
+    run.fx.log("warning", f"[HTN] Workflow '{run.plan.name}' escalated to PACE {node.pace_level}: {reason}")
+    run.fx.pace_level = node.pace_level
+    run.fx.report = {"reason": reason, "pace_level": node.pace_level, "state": s}
+    _finish(run, "escalated", render.escalated_notice(s, node))
+
+
+# ── linear plans: the old selector's rules ──────────────────────────────────
+
+
+def _linear_verdict(run: Run, node: Node, verdict: Verdict) -> None:
+    s = run.state
+    idx = int(s["current_step"])
+    emit(s, "node_verified", node=node.id, outcome="success" if verdict.ok else "fail", reason=verdict.reason)
+    if verdict.ok:
+        s["steps_completed"].append(idx)
+        s["last_failure"] = ""
+        run.fx.log("info", f"[HTN] Step {idx + 1} verified: {node.name}")
+        _linear_advance(run, idx)
+        return
+    s["last_failure"] = verdict.reason
+    if node.on_fail == "skip":
+        s["steps_failed"].append(idx)
+        run.fx.log("warning", f"[HTN] Step {idx + 1} skipped after failed verification: {verdict.reason}")
+        _linear_advance(run, idx)
+    elif node.on_fail == "abort":
+        s["steps_failed"].append(idx)
+        emit(s, "plan_aborted", node=node.id, reason=verdict.reason)
+        run.fx.log("warning", f"[HTN] Plan aborted: step '{node.name}' failed verification: {verdict.reason}")
+        _finish(run, "aborted", f"[ACTIVE PLAN: {s['plan_name']}]\nPlan aborted: step {idx + 1} ({node.name}) "
+                                f"failed verification: {verdict.reason}")
+    else:
+        run.fx.log("warning", f"[HTN] Step {idx + 1} failed verification ({node.on_fail}): {verdict.reason}")
+
+
+def _linear_advance(run: Run, idx: int) -> None:
+    s = run.state
+    s["current_step"] = idx + 1
+    s["turns_since_progress"] = 0
+    s["completed_nodes"] = len(s["steps_completed"])
+    if s["current_step"] >= s["total_steps"]:
+        _complete(run, run.plan.nodes["done"])
+        return
+    edge = Edge(src=f"step_{idx + 1}", dst=f"step_{idx + 2}", condition="on_success")
+    _follow(run, edge)
+
+
+# ── a new user message ──────────────────────────────────────────────────────
+
+
+def _new_message(plans: Iterable[Plan], run: Run | None, obs: Observation, fx: Effects) -> Run | None:
+    if run is not None and run.state.get("message_monologue") == obs.monologue:
+        return run
+    match = best_match(plans, obs.user_message, obs.domain, obs.allowed_plans)
+    if run is not None:
+        run.state["message_monologue"] = obs.monologue
+        if match is not None and match.plan.id == run.plan.id:
+            return run
+        reason = ""
+        if match is not None:
+            reason = f"the new message matches plan '{match.plan.name}'"
+        elif domain_leaves_plan(run.plan, obs.domain):
+            reason = f"the new message is about '{obs.domain}', which this plan does not cover"
+        if not reason:
+            return run  # small talk or a follow-up: the run continues
+        _end(run, "ENDED", reason)
+        if match is None:
+            return None
+        fx.notice, fx.context, fx.ended = fx.context or "", None, ""
+    if match is None:
+        return None
+    return _activate(match.plan, obs, fx, match.hits)
+
+
+def _end(run: Run, title: str, reason: str) -> None:
+    emit(run.state, "plan_ended" if title == "ENDED" else "plan_expired", node=run.state["current_node"],
+         reason=reason)
+    run.fx.log("info" if title == "ENDED" else "warning", f"[HTN] Workflow '{run.plan.name}' {title.lower()}: {reason}")
+    _finish(run, title.lower(), render.ended_notice(run.state, title, reason))
+
+
+def _activate(plan: Plan, obs: Observation, fx: Effects, hits: Sequence[str]) -> Run | None:
+    state = new_state(plan, obs.monologue, obs.pass_key, obs.global_turn)
+    run = Run(plan=plan, state=state, fx=fx)
+    emit(state, "plan_activated", node=plan.start, plan=plan.id, version=plan.version, triggers=list(hits))
+    push_path(state, plan.start)
+    emit(state, "node_entered", node=plan.start)
+    kind = "Graph" if plan.mode == "graph" else "Linear"
+    fx.log("info", f"[HTN] {kind} plan activated: {plan.name} ({plan.total_steps} steps; "
+                   f"matched {', '.join(repr(h) for h in hits)})")
+    if plan.mode == "graph":
+        _settle(run)  # may end at once: an exit or escalation right after start
+    return _alive(run)
+
+
+# ── limits ──────────────────────────────────────────────────────────────────
+
+
+def _check_limits(run: Run) -> None:
+    s = run.state
+    stale = s.get("stale_after_turns") or run.plan.stale_after_turns
+    if run.plan.mode == "linear":
+        counter, what = s["turns_since_progress"], "no progress"
+    else:
+        counter, what = s["turns_since_transition"], "no step change"
+    if counter > stale:
+        _end(run, "EXPIRED", f"{what} for {stale} turns")
+    elif s["turn"] > (s.get("max_turns") or run.plan.max_turns):
+        _end(run, "EXPIRED", f"the run reached its ceiling of {s.get('max_turns') or run.plan.max_turns} turns")

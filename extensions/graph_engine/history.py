@@ -1,0 +1,142 @@
+"""Reading Agent-Zero's ``history_output`` from the end: the newest call's output, the user's words.
+
+Pure functions over the plain shapes CONTRACT.md section 3 describes.  Every
+reader looks only at the tail, so the cost does not grow with the history.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+COMPRESSED_MARK = "CHARACTERS REMOVED"
+_TOOL_NAME = re.compile(r'"tool_name"\s*:\s*"((?:[^"\\]|\\.)*)"')
+_NOT_FOUND = re.compile(r"^\s*Tool \S+ not found\b")
+TAIL_SCAN = 8  # items looked at from the end; a call adds at most reply + result + a note or two
+
+
+@dataclass(frozen=True)
+class CallOutput:
+    """The output of one LLM call as history shows it."""
+
+    reply: str  # the model's raw reply text
+    reply_tool: str  # the tool the reply asked for ("" when it could not be read)
+    tool: str  # the tool whose result follows ("" when there is no result)
+    text: str  # the tool's result text
+    truncated: bool = False  # shortened by history compression
+    file: str = ""  # where Agent-Zero saved the full result, when it did
+    not_found: bool = False  # "Tool X not found": never evidence
+
+
+def reply_tool_name(reply: str) -> str:
+    m = _TOOL_NAME.search(reply or "")
+    return m.group(1) if m else ""
+
+
+def _as_tool_result(content: Any) -> dict | None:
+    if isinstance(content, dict):
+        return content if "tool_name" in content and "tool_result" in content else None
+    if isinstance(content, str) and content.lstrip().startswith('{"tool_name"'):
+        try:
+            data = json.loads(content)
+        except ValueError:
+            name = _TOOL_NAME.search(content)
+            return {"tool_name": name.group(1) if name else "", "tool_result": content}
+        return data if isinstance(data, dict) and "tool_result" in data else None
+    return None
+
+
+def newest_call_output(history: Sequence[Any]) -> CallOutput | None:
+    """The reply and tool result the newest LLM call added, or None when it added no tool result."""
+    result: dict | None = None
+    for item in reversed(history[-TAIL_SCAN:]):
+        if not isinstance(item, dict):
+            continue
+        content = item.get("content")
+        if item.get("ai"):
+            if result is None:
+                return None
+            return _call_output(_text(content), result)
+        if result is None:
+            result = _as_tool_result(content)
+        if isinstance(content, dict) and "user_message" in content:
+            return None  # a user message after the last reply: no new result
+    return None
+
+
+def _call_output(reply: str, result: dict) -> CallOutput:
+    text = result.get("tool_result", "")
+    text = text if isinstance(text, str) else json.dumps(text, default=str)
+    tool = str(result.get("tool_name", ""))
+    return CallOutput(
+        reply=reply, reply_tool=reply_tool_name(reply), tool=tool, text=text,
+        truncated=COMPRESSED_MARK in text, file=str(result.get("file", "") or ""),
+        not_found=bool(_NOT_FOUND.match(text)),
+    )
+
+
+def reply_before_user_message(history: Sequence[Any]) -> CallOutput | None:
+    """At a monologue's first pass: the previous monologue's final reply (the ``response`` tool call)."""
+    seen_user = False
+    for item in reversed(history[-TAIL_SCAN:]):
+        if not isinstance(item, dict):
+            continue
+        content = item.get("content")
+        if not seen_user:
+            seen_user = isinstance(content, dict) and "user_message" in content
+            continue
+        if not item.get("ai"):
+            return None
+        reply = _text(content)
+        if reply_tool_name(reply) != "response":
+            return None
+        return CallOutput(reply=reply, reply_tool="response", tool="response", text=_response_text(reply))
+    return None
+
+
+def _response_text(reply: str) -> str:
+    try:
+        data = json.loads(reply)
+        return str(data.get("tool_args", {}).get("text", ""))
+    except (ValueError, AttributeError):
+        return reply
+
+
+def user_words(user_message: Any) -> str:
+    """The user's own words from ``loop_data.user_message`` (a Message with ``.output()``, or plain data)."""
+    if user_message is None:
+        return ""
+    data = user_message
+    output = getattr(user_message, "output", None)
+    if callable(output):
+        try:
+            data = output()
+        except Exception:  # noqa: BLE001 - a broken message object means "no words"
+            return ""
+    return _words(data)
+
+
+def _words(data: Any) -> str:
+    if isinstance(data, str):
+        return data
+    if isinstance(data, list):
+        return " ".join(w for w in (_words(x) for x in data) if w)
+    if isinstance(data, dict):
+        if "content" in data:
+            return _words(data["content"])
+        for key in ("user_message", "user_intervention", "message"):
+            if isinstance(data.get(key), str):
+                return data[key]
+    content = getattr(data, "content", None)
+    return _words(content) if content is not None else ""
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    try:
+        return json.dumps(content, default=str)
+    except (TypeError, ValueError):
+        return str(content)

@@ -1,0 +1,125 @@
+"""Loading the plan library: parse, compile every plan, reload on change, keep the last good one.
+
+A plan that does not compile is disabled with one problem line; the others load.
+A file that does not parse keeps the previously loaded library.  Plans that runs
+started with stay reachable by version after the file changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from .model import Plan, PlanError, compile_plan
+
+try:  # optional speed-up; the standard library is enough
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - depends on the environment
+    _orjson = None
+
+MAX_LIBRARY_BYTES = 20 * 1024 * 1024
+KEPT_VERSIONS = 64
+
+
+def parse_json(blob: bytes) -> Any:
+    if _orjson is not None:
+        return _orjson.loads(blob)
+    return json.loads(blob.decode("utf-8"))
+
+
+@dataclass(frozen=True)
+class Library:
+    """The plans that compiled, in file order, plus one problem line per plan that did not."""
+
+    path: str
+    plans: Mapping[str, Plan]
+    problems: tuple[str, ...] = ()
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def get(self, plan_id: str) -> Plan | None:
+        return self.plans.get(plan_id)
+
+
+def build_library(data: Any, path: str = "<memory>") -> Library:
+    """Compile a parsed library document.  Raises ValueError when the document itself is unusable."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: the library must be a JSON object with a 'plans' object, "
+                         f"got {type(data).__name__}")
+    raw_plans = data.get("plans")
+    if not isinstance(raw_plans, dict):
+        raise ValueError(f"{path}: 'plans' must be an object keyed by plan id (add \"plans\": {{...}})")
+    plans: dict[str, Plan] = {}
+    problems: list[str] = []
+    for plan_id, raw in raw_plans.items():
+        try:
+            plans[plan_id] = compile_plan(plan_id, raw)
+        except PlanError as exc:
+            problems.append(f"{path}: {exc}; the plan is disabled, the others keep working")
+    meta = data.get("_meta") if isinstance(data.get("_meta"), dict) else {}
+    return Library(path=path, plans=plans, problems=tuple(problems), meta=meta)
+
+
+def load_library_file(path: str) -> Library:
+    """Read and compile one library file.  Raises ValueError with a readable message on failure."""
+    try:
+        size = os.path.getsize(path)
+        if size > MAX_LIBRARY_BYTES:
+            raise ValueError(f"{path}: file is {size} bytes, over the {MAX_LIBRARY_BYTES} byte limit")
+        with open(path, "rb") as fh:
+            blob = fh.read()
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the plan library ({exc.strerror or exc}); "
+                         "check the file exists and is readable") from None
+    try:
+        data = parse_json(blob)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc}); fix the syntax") from None
+    return build_library(data, path)
+
+
+class LibraryCache:
+    """Re-reads the library when its file changes; keeps the last good copy and old plan versions."""
+
+    def __init__(self, path: str, loader: Callable[[str], Library] = load_library_file) -> None:
+        self.path = path
+        self._loader = loader
+        self._stamp: tuple[int, int] | None = None
+        self.current: Library | None = None
+        self._versions: dict[tuple[str, str], Plan] = {}
+
+    def refresh(self) -> tuple[Library | None, list[str]]:
+        """Return the library to use and the problem lines that are new since the last call."""
+        try:
+            st = os.stat(self.path)
+            stamp = (st.st_mtime_ns, st.st_size)
+        except OSError as exc:
+            stamp = None
+            if self._stamp is not None or self.current is None:
+                self._stamp = None
+                reason = exc.strerror or str(exc)
+                keep = "keeping the plans loaded before" if self.current else "no plans are active"
+                return self.current, [f"{self.path}: cannot read the plan library ({reason}); {keep}"]
+            return self.current, []
+        if stamp == self._stamp:
+            return self.current, []
+        self._stamp = stamp
+        try:
+            lib = self._loader(self.path)
+        except ValueError as exc:
+            keep = "keeping the last good library" if self.current else "no plans are active until it is fixed"
+            return self.current, [f"{exc}; {keep}"]
+        self.current = lib
+        self._remember(lib)
+        return lib, list(lib.problems)
+
+    def plan_version(self, plan_id: str, version: str) -> Plan | None:
+        """A plan as it was when a run started, if this process has seen that version."""
+        return self._versions.get((plan_id, version))
+
+    def _remember(self, lib: Library) -> None:
+        for plan in lib.plans.values():
+            self._versions[(plan.id, plan.version)] = plan
+        while len(self._versions) > KEPT_VERSIONS:
+            self._versions.pop(next(iter(self._versions)))

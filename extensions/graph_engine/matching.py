@@ -1,0 +1,84 @@
+"""Which plan, if any, a user's message starts.
+
+Rules (documented in the README, pinned by tests):
+
+* Only the user's own words count, lower-cased, white space folded.
+* A trigger phrase matches on word boundaries: "debug" does not match "debugger".
+* ``hits`` = number of distinct trigger phrases found.  ``domain_ok`` = the plan
+  lists no domains, or the belief-state tracker's domain is one of them.
+* score = hits + 1 when the plan lists domains and ``domain_ok`` (the old
+  selector's score).  A plan fires when hits >= 1 and score >= its
+  ``trigger_threshold`` and, if the domain does not agree, the triggers alone
+  reach the threshold (so a one-trigger plan may fire in any domain, a
+  two-point plan needs two phrases or one phrase and its domain).
+* The org kernel's filter applies first: None allows all, [] allows nothing.
+* Ties: higher score, then more matched characters, then plan id (A-Z).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterable, Sequence
+
+from .model import Plan
+
+SMALL_TALK_DOMAINS = ("", "conversational")
+MAX_MESSAGE_CHARS = 20_000  # the words that decide; longer pastes are mostly logs or code
+
+
+@dataclass(frozen=True)
+class Match:
+    plan: Plan
+    score: int
+    hits: tuple[str, ...]
+    domain_ok: bool
+
+
+def normalise(message: str) -> str:
+    return " ".join(message[:MAX_MESSAGE_CHARS].lower().split())
+
+
+@lru_cache(maxsize=4096)
+def trigger_pattern(trigger: str) -> re.Pattern[str]:
+    words = [re.escape(w) for w in trigger.lower().split()]
+    return re.compile(r"(?<![\w])" + r"\s+".join(words) + r"(?![\w])")
+
+
+def trigger_hits(plan: Plan, text: str) -> tuple[str, ...]:
+    return tuple(t for t in plan.triggers if t and trigger_pattern(t).search(text))
+
+
+def score_plan(plan: Plan, text: str, domain: str) -> Match | None:
+    hits = trigger_hits(plan, text)
+    if not hits:
+        return None
+    domain_ok = not plan.domains or domain in plan.domains
+    score = len(hits) + (1 if plan.domains and domain_ok else 0)
+    if score < plan.trigger_threshold:
+        return None
+    if not domain_ok and len(hits) < plan.trigger_threshold:
+        return None
+    return Match(plan=plan, score=score, hits=hits, domain_ok=domain_ok)
+
+
+def allowed(plan_id: str, allowed_plans: Sequence[str] | None) -> bool:
+    return allowed_plans is None or plan_id in allowed_plans
+
+
+def best_match(plans: Iterable[Plan], message: str, domain: str,
+               allowed_plans: Sequence[str] | None) -> Match | None:
+    text = normalise(message)
+    if not text:
+        return None
+    found = [m for p in plans if allowed(p.id, allowed_plans) and (m := score_plan(p, text, domain))]
+    if not found:
+        return None
+    found.sort(key=lambda m: (-m.score, -sum(len(h) for h in m.hits), m.plan.id))
+    return found[0]
+
+
+def domain_leaves_plan(plan: Plan, domain: str) -> bool:
+    """A new message whose domain the active plan does not cover (small talk never does)."""
+    return domain not in SMALL_TALK_DOMAINS and bool(plan.domains) and domain not in plan.domains

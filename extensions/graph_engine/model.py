@@ -1,0 +1,342 @@
+"""Plan model: immutable, indexed plans compiled from the library's JSON.
+
+A plan is either a graph (``graph``: ``start``, ``nodes``, ``edges``) or an old
+linear plan (``steps``).  Both compile to the same ``Plan`` object: linear steps
+become task nodes ``step_1 .. step_N`` chained by ``on_success`` edges to an
+implicit exit node, so rendering and lint see one shape.  The engine still runs
+linear plans with the old selector's rules (see ``engine``).
+
+Every compile error is a ``PlanError`` naming the plan, the JSON path and a fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+NODE_TYPES = ("start", "task", "decision", "escalate", "exit", "checkpoint")
+CONDITIONS = ("on_success", "on_fail", "on_retry", "on_exhaust", "always")
+VERIFY_TYPES = (
+    "output_contains",
+    "output_not_contains",
+    "output_matches",
+    "output_not_matches",
+    "any_output",
+    "exit_code_zero",
+    "file_exists",
+    "manual",
+)
+ON_FAIL_ACTIONS = ("warn", "block", "skip", "abort")
+PACE_LEVELS = ("primary", "alternate", "contingent", "emergency")
+DEFAULT_STALE_GRAPH = 15
+DEFAULT_STALE_LINEAR = 10
+DEFAULT_THRESHOLD = 2
+LINEAR_EXIT_ID = "done"
+
+
+class PlanError(ValueError):
+    """A plan that cannot be compiled; the message says where and how to fix it."""
+
+    def __init__(self, plan_id: str, path: str, problem: str, fix: str) -> None:
+        self.plan_id = plan_id
+        self.path = path
+        self.problem = problem
+        self.fix = fix
+        super().__init__(f"plan '{plan_id}' at {path}: {problem} (fix: {fix})")
+
+
+@dataclass(frozen=True)
+class Verify:
+    type: str
+    value: str = ""
+    pattern: re.Pattern[str] | None = None
+
+    def describe(self) -> str:
+        """The check in plain words, as the model reads it."""
+        t, v = self.type, self.value
+        if t == "output_contains":
+            return f'the output must contain "{v}" (any letter case)'
+        if t == "output_not_contains":
+            return f'the output must not contain "{v}" (any letter case)'
+        if t == "output_matches":
+            return f"the output must match the pattern /{v}/"
+        if t == "output_not_matches":
+            return f"the output must not match the pattern /{v}/"
+        if t == "any_output":
+            return "the command must print some output"
+        if t == "exit_code_zero":
+            return 'the command must succeed: end it with ; echo "[exit:$?]" so the exit status is printed'
+        if t == "file_exists":
+            return f"the file {v} must exist afterwards"
+        return "manual: when the step is done, write STEP COMPLETE in your reply"
+
+
+@dataclass(frozen=True)
+class Node:
+    id: str
+    type: str
+    name: str
+    action: str = ""
+    tool: str = ""
+    tool_hint: str = ""
+    verify: Verify | None = None
+    max_retries: int = 0
+    description: str = ""
+    pace_level: str = "contingent"
+    reason: str = ""
+    on_fail: str = "warn"
+    required: bool = True
+
+
+@dataclass(frozen=True)
+class Edge:
+    src: str
+    dst: str
+    condition: str = "always"
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Plan:
+    id: str
+    name: str
+    mode: str
+    domains: tuple[str, ...]
+    triggers: tuple[str, ...]
+    trigger_threshold: int
+    stale_after_turns: int
+    max_turns: int
+    start: str
+    nodes: Mapping[str, Node]
+    edges: tuple[Edge, ...]
+    out_edges: Mapping[str, tuple[Edge, ...]]
+    success_path: tuple[str, ...]
+    version: str
+    description: str = ""
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def total_steps(self) -> int:
+        return len(self.success_path)
+
+    @property
+    def task_ids(self) -> tuple[str, ...]:
+        return tuple(n.id for n in self.nodes.values() if n.type == "task")
+
+    def node(self, node_id: str) -> Node | None:
+        return self.nodes.get(node_id)
+
+
+# ── compiling ───────────────────────────────────────────────────────────────
+
+
+def plan_version(raw: Mapping[str, Any]) -> str:
+    """A short, stable hash of a plan's JSON: two versions of a plan never share it."""
+    blob = json.dumps(raw, sort_keys=True, ensure_ascii=True, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]
+
+
+def compile_plan(plan_id: str, raw: Any) -> Plan:
+    if not isinstance(raw, dict):
+        raise PlanError(plan_id, f"plans.{plan_id}", f"expected an object, got {type(raw).__name__}",
+                        "write the plan as a JSON object with 'graph' or 'steps'")
+    has_graph, has_steps = "graph" in raw, "steps" in raw
+    if has_graph == has_steps:
+        raise PlanError(plan_id, f"plans.{plan_id}", "a plan needs exactly one of 'graph' or 'steps'",
+                        "keep 'graph' for a graph plan or 'steps' for a linear plan")
+    common = _compile_common(plan_id, raw)
+    if has_graph:
+        nodes, edges, start = _compile_graph(plan_id, raw["graph"])
+        mode = "graph"
+    else:
+        nodes, edges, start = _compile_steps(plan_id, raw["steps"])
+        mode = "linear"
+    out: dict[str, list[Edge]] = {nid: [] for nid in nodes}
+    for e in edges:
+        out[e.src].append(e)
+    out_edges = MappingProxyType({k: tuple(v) for k, v in out.items()})
+    success_path = _success_path(nodes, out_edges, start)
+    stale = common.pop("stale_after_turns") or (DEFAULT_STALE_GRAPH if mode == "graph" else DEFAULT_STALE_LINEAR)
+    max_turns = common.pop("max_turns") or default_max_turns(nodes, stale)
+    return Plan(
+        id=plan_id, mode=mode, start=start, nodes=MappingProxyType(nodes), edges=tuple(edges),
+        out_edges=out_edges, success_path=success_path, version=plan_version(raw),
+        stale_after_turns=stale, max_turns=max_turns, raw=MappingProxyType(dict(raw)), **common,
+    )
+
+
+def default_max_turns(nodes: Mapping[str, Node], stale: int) -> int:
+    """Plan-level ceiling: every task attempt the budgets allow, each given a full staleness window."""
+    attempts = sum(n.max_retries + 1 for n in nodes.values() if n.type == "task")
+    return max(1, attempts) * stale
+
+
+def _compile_common(plan_id: str, raw: dict) -> dict:
+    where = f"plans.{plan_id}"
+    name = raw.get("name", plan_id)
+    _expect(isinstance(name, str) and name.strip() != "", plan_id, f"{where}.name", "must be a non-empty string",
+            "give the plan a readable name")
+    domains = _str_list(plan_id, raw.get("domains", []), f"{where}.domains")
+    triggers = _str_list(plan_id, raw.get("triggers", []), f"{where}.triggers")
+    threshold = _int(plan_id, raw.get("trigger_threshold", DEFAULT_THRESHOLD), f"{where}.trigger_threshold", 1)
+    stale = _int(plan_id, raw.get("stale_after_turns", 0), f"{where}.stale_after_turns", 0)
+    max_turns = _int(plan_id, raw.get("max_turns", 0), f"{where}.max_turns", 0)
+    description = raw.get("description", "")
+    _expect(isinstance(description, str), plan_id, f"{where}.description", "must be a string", "write text")
+    return {
+        "name": name.strip(), "domains": tuple(domains), "triggers": tuple(t.lower().strip() for t in triggers),
+        "trigger_threshold": threshold, "stale_after_turns": stale, "max_turns": max_turns,
+        "description": description,
+    }
+
+
+def _compile_graph(plan_id: str, graph: Any) -> tuple[dict[str, Node], list[Edge], str]:
+    where = f"plans.{plan_id}.graph"
+    _expect(isinstance(graph, dict), plan_id, where, "must be an object with start, nodes, edges",
+            'write "graph": {"start": ..., "nodes": {...}, "edges": [...]}')
+    raw_nodes = graph.get("nodes")
+    _expect(isinstance(raw_nodes, dict) and raw_nodes, plan_id, f"{where}.nodes", "must be a non-empty object",
+            "declare the nodes as an object keyed by node id")
+    nodes = {nid: _compile_node(plan_id, nid, spec, f"{where}.nodes.{nid}") for nid, spec in raw_nodes.items()}
+    start = graph.get("start")
+    _expect(isinstance(start, str) and start in nodes, plan_id, f"{where}.start",
+            f"names no node ({start!r})", "set start to the id of the first node")
+    raw_edges = graph.get("edges", [])
+    _expect(isinstance(raw_edges, list), plan_id, f"{where}.edges", "must be a list", "write edges as a list")
+    edges = [_compile_edge(plan_id, e, nodes, f"{where}.edges[{i}]") for i, e in enumerate(raw_edges)]
+    return nodes, edges, start
+
+
+def _compile_node(plan_id: str, nid: str, spec: Any, where: str) -> Node:
+    _expect(isinstance(spec, dict), plan_id, where, "must be an object", "describe the node as an object")
+    ntype = spec.get("type", "task")
+    _expect(ntype in NODE_TYPES, plan_id, f"{where}.type", f"unknown node type {ntype!r}",
+            f"use one of {', '.join(NODE_TYPES)}")
+    pace = spec.get("pace_level", "contingent")
+    _expect(pace in PACE_LEVELS, plan_id, f"{where}.pace_level", f"unknown PACE level {pace!r}",
+            f"use one of {', '.join(PACE_LEVELS)}")
+    texts = {k: spec.get(k, "") for k in ("action", "tool", "tool_hint", "description", "reason")}
+    for key, value in texts.items():
+        _expect(isinstance(value, str), plan_id, f"{where}.{key}", "must be a string", "write text")
+    name = spec.get("name", nid)
+    _expect(isinstance(name, str), plan_id, f"{where}.name", "must be a string", "write text")
+    return Node(
+        id=nid, type=ntype, name=name or nid, verify=_compile_verify(plan_id, spec.get("verify"), f"{where}.verify"),
+        max_retries=_int(plan_id, spec.get("max_retries", 0), f"{where}.max_retries", 0),
+        pace_level=pace, **texts,
+    )
+
+
+def _compile_edge(plan_id: str, raw: Any, nodes: Mapping[str, Node], where: str) -> Edge:
+    _expect(isinstance(raw, dict), plan_id, where, "must be an object", 'write {"from": ..., "to": ...}')
+    src, dst = raw.get("from"), raw.get("to")
+    _expect(src in nodes, plan_id, f"{where}.from", f"names no node ({src!r})", "point 'from' at a declared node")
+    _expect(dst in nodes, plan_id, f"{where}.to", f"names no node ({dst!r})", "point 'to' at a declared node")
+    cond = raw.get("condition", "always")
+    _expect(cond in CONDITIONS, plan_id, f"{where}.condition", f"unknown condition {cond!r}",
+            f"use one of {', '.join(CONDITIONS)}")
+    label = raw.get("label", "")
+    _expect(isinstance(label, str), plan_id, f"{where}.label", "must be a string", "write text")
+    return Edge(src=src, dst=dst, condition=cond, label=label)
+
+
+def _compile_steps(plan_id: str, steps: Any) -> tuple[dict[str, Node], list[Edge], str]:
+    where = f"plans.{plan_id}.steps"
+    _expect(isinstance(steps, list) and steps, plan_id, where, "must be a non-empty list", "list the steps in order")
+    nodes: dict[str, Node] = {}
+    for i, spec in enumerate(steps):
+        sw = f"{where}[{i}]"
+        _expect(isinstance(spec, dict), plan_id, sw, "must be an object", "describe the step as an object")
+        on_fail = spec.get("on_fail", "warn")
+        _expect(on_fail in ON_FAIL_ACTIONS, plan_id, f"{sw}.on_fail", f"unknown action {on_fail!r}",
+                f"use one of {', '.join(ON_FAIL_ACTIONS)}")
+        texts = {k: spec.get(k, "") for k in ("action", "tool", "tool_hint")}
+        for key, value in texts.items():
+            _expect(isinstance(value, str), plan_id, f"{sw}.{key}", "must be a string", "write text")
+        nid = f"step_{i + 1}"
+        nodes[nid] = Node(id=nid, type="task", name=str(spec.get("name", nid)), on_fail=on_fail,
+                          verify=_compile_verify(plan_id, spec.get("verify"), f"{sw}.verify"),
+                          required=bool(spec.get("required", True)), **texts)
+    nodes[LINEAR_EXIT_ID] = Node(id=LINEAR_EXIT_ID, type="exit", name="Plan complete")
+    ids = list(nodes)
+    edges = [Edge(src=a, dst=b, condition="on_success") for a, b in zip(ids, ids[1:])]
+    return nodes, edges, ids[0]
+
+
+def _compile_verify(plan_id: str, raw: Any, where: str) -> Verify | None:
+    if raw is None:
+        return None
+    _expect(isinstance(raw, dict), plan_id, where, "must be an object", 'write {"type": ..., "value": ...}')
+    vtype = raw.get("type", "any_output")
+    _expect(vtype in VERIFY_TYPES, plan_id, f"{where}.type", f"unknown verification {vtype!r}",
+            f"use one of {', '.join(VERIFY_TYPES)}")
+    value = raw.get("value", "")
+    _expect(isinstance(value, str), plan_id, f"{where}.value", "must be a string", "write the text to look for")
+    needs_value = vtype in ("output_contains", "output_not_contains", "output_matches", "output_not_matches",
+                            "file_exists")
+    _expect(not needs_value or value != "", plan_id, f"{where}.value", f"{vtype} needs a value",
+            "say what to look for in 'value'")
+    pattern = None
+    if vtype in ("output_matches", "output_not_matches"):
+        pattern = _compile_regex(plan_id, value, raw.get("flags", ""), f"{where}.value")
+    return Verify(type=vtype, value=value, pattern=pattern)
+
+
+_NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[+*](?:[^()\\]|\\.)*\)[+*{]")
+
+
+def _compile_regex(plan_id: str, value: str, flags: Any, where: str) -> re.Pattern[str]:
+    _expect(isinstance(flags, str) and set(flags) <= set("ims"), plan_id, f"{where}.flags",
+            f"unknown regex flags {flags!r}", "use any of i (ignore case), m (multiline), s (dot matches newline)")
+    _expect(not _NESTED_QUANTIFIER.search(value), plan_id, where,
+            "nested quantifier such as (a+)+ can backtrack for minutes on long output",
+            "remove the outer quantifier or make the inner group match one thing")
+    bits = re.MULTILINE
+    for ch, flag in (("i", re.IGNORECASE), ("s", re.DOTALL)):
+        if ch in flags:
+            bits |= flag
+    try:
+        return re.compile(value, bits)
+    except re.error as exc:
+        raise PlanError(plan_id, where, f"invalid regular expression: {exc}", "fix the pattern") from None
+
+
+def _success_path(nodes: Mapping[str, Node], out_edges: Mapping[str, tuple[Edge, ...]], start: str) -> tuple[str, ...]:
+    """Task nodes met when every check passes: the steps that progress counts."""
+    path: list[str] = []
+    seen: set[str] = set()
+    current: str | None = start
+    while current is not None and current not in seen:
+        seen.add(current)
+        node = nodes[current]
+        if node.type == "task":
+            path.append(current)
+        if node.type in ("exit", "escalate"):
+            break
+        current = next((e.dst for cond in ("on_success", "always")
+                        for e in out_edges.get(current, ()) if e.condition == cond), None)
+    return tuple(path)
+
+
+# ── small validators ────────────────────────────────────────────────────────
+
+
+def _expect(ok: bool, plan_id: str, path: str, problem: str, fix: str) -> None:
+    if not ok:
+        raise PlanError(plan_id, path, problem, fix)
+
+
+def _int(plan_id: str, value: Any, path: str, minimum: int) -> int:
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+    _expect(ok, plan_id, path, f"must be a whole number >= {minimum}, got {value!r}", "write a whole number")
+    return value
+
+
+def _str_list(plan_id: str, value: Any, path: str) -> list[str]:
+    ok = isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value)
+    _expect(ok, plan_id, path, "must be a list of non-empty strings", 'write ["...", "..."]')
+    return value

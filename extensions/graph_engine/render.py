@@ -1,0 +1,160 @@
+"""The text the model reads: the active workflow's context, and the notices when a run ends."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .model import Edge, Node, Plan
+
+INSTRUCTION = "Execute the current step. Do not skip ahead."
+EVIDENCE_NOTE = ("Your next tool call is checked against this step only; "
+                 "results of earlier calls do not count.")
+
+
+def context(plan: Plan, state: dict[str, Any]) -> str:
+    if plan.mode == "linear":
+        return linear_context(plan, state)
+    return graph_context(plan, state)
+
+
+# ── linear plans: the old selector's format ─────────────────────────────────
+
+
+def linear_context(plan: Plan, state: dict[str, Any]) -> str:
+    total = state["total_steps"]
+    done, failed = set(state["steps_completed"]), set(state["steps_failed"])
+    lines = [f"[ACTIVE PLAN: {state['plan_name']}]"]
+    for i, nid in enumerate(plan.success_path):
+        node = plan.nodes[nid]
+        label = f"  Step {i + 1}/{total}: {node.name}"
+        if i in done:
+            lines.append(f"{label} [DONE]")
+        elif i in failed:
+            lines.append(f"{label} [FAILED]")
+        elif i == state["current_step"]:
+            lines.append(f"{label} << CURRENT")
+            lines.extend(_node_details(node))
+        else:
+            lines.append(f"{label} [PENDING]")
+    if state.get("last_failure"):
+        verb = "failed verification" if plan.nodes[state["current_node"]].on_fail == "block" else "check not met"
+        lines.append(f"Step {state['current_step'] + 1} {verb}: {state['last_failure']}")
+    lines.append("")
+    lines.append(f"Execute Step {state['current_step'] + 1} now. Do not skip ahead. Verify before proceeding.")
+    return "\n".join(lines)
+
+
+# ── graph plans ─────────────────────────────────────────────────────────────
+
+
+def graph_context(plan: Plan, state: dict[str, Any]) -> str:
+    node = plan.nodes[state["current_node"]]
+    lines = [f"[WORKFLOW: {plan.name}] step {min(state['current_step'] + 1, plan.total_steps)} "
+             f"of {plan.total_steps} on the success path ({state['completed_nodes']} steps done)"]
+    lines.append("  " + " → ".join(_trail(plan, state)))
+    pending = [plan.nodes[n].name for n in plan.success_path
+               if n not in state["visited"] and n != node.id]
+    if pending:
+        lines.append("  Pending: " + ", ".join(pending))
+    if state.get("route_note") and state.get("turns_since_transition", 0) == 0:
+        lines.append("  " + state["route_note"])
+    lines.append(f"Current step: {node.name}")
+    lines.extend(_node_details(node))
+    if state.get("last_failure"):
+        lines.append(f"    Last attempt failed: {state['last_failure']}")
+    lines.extend(_paths_forward(plan, state, node))
+    if state.get("stalled"):
+        lines.append(f"    STALLED: {state['stalled']}")
+    lines.append("")
+    lines.append(EVIDENCE_NOTE)
+    lines.append(INSTRUCTION)
+    return "\n".join(lines)
+
+
+def _trail(plan: Plan, state: dict[str, Any]) -> list[str]:
+    """Each node met so far once, in first-visit order, with its latest outcome."""
+    parts, seen = [], set()
+    for nid in state.get("path", []):
+        node = plan.nodes.get(nid)
+        if nid in seen or node is None or node.type != "task":
+            continue
+        seen.add(nid)
+        if nid == state["current_node"]:
+            parts.append(f"{node.name} << CURRENT{_attempt(node, state)}")
+            continue
+        outcome = state["visited"].get(nid, {}).get("outcome", "")
+        parts.append(f"{node.name} [{'DONE' if outcome == 'success' else 'FAILED' if outcome == 'fail' else '...'}]")
+    return parts
+
+
+def _attempt(node: Node, state: dict[str, Any]) -> str:
+    if node.max_retries <= 0:
+        return ""
+    failures = state["visited"].get(node.id, {}).get("failures", 0)
+    return f" (attempt {min(failures, node.max_retries) + 1}/{node.max_retries + 1})"
+
+
+def _node_details(node: Node) -> list[str]:
+    lines = [f"    Action: {node.action or node.name}"]
+    if node.tool:
+        lines.append(f"    Tool: {node.tool}")
+    if node.tool_hint:
+        lines.append(f"    Hint: {node.tool_hint}")
+    if node.verify is not None:
+        lines.append(f"    Verify: {node.verify.describe()}")
+    return lines
+
+
+def target_words(plan: Plan, edge: Edge) -> str:
+    dst = plan.nodes[edge.dst]
+    if dst.type == "escalate":
+        return f"escalate: {dst.reason or dst.name}"
+    if dst.type == "exit":
+        return f"finish: {dst.name}"
+    return dst.name
+
+
+def _paths_forward(plan: Plan, state: dict[str, Any], node: Node) -> list[str]:
+    edges = plan.out_edges.get(node.id, ())
+    by = {c: next((e for e in edges if e.condition == c), None)
+          for c in ("on_success", "on_fail", "on_retry", "on_exhaust", "always")}
+    failures = state["visited"].get(node.id, {}).get("failures", 0)
+    lines = []
+    ok = by["on_success"] or by["always"]
+    if ok:
+        lines.append(f"    On success → {target_words(plan, ok)}")
+    if node.max_retries > failures:
+        nxt = failures + 2
+        if by["on_retry"]:
+            lines.append(f"    On fail (retries left) → {target_words(plan, by['on_retry'])} "
+                         f"(retry {failures + 1}/{node.max_retries})")
+        else:
+            lines.append(f"    On fail (retries left) → retry {node.name} (attempt {nxt}/{node.max_retries + 1})")
+    out = by["on_exhaust"] or by["on_fail"] or by["always"]
+    label = "On fail (exhausted)" if node.max_retries > 0 else "On fail"
+    lines.append(f"    {label} → {target_words(plan, out)}" if out else f"    {label} → no route: the workflow stalls")
+    return lines
+
+
+# ── notices when a run ends ─────────────────────────────────────────────────
+
+
+def _summary(state: dict[str, Any]) -> str:
+    return f"{state.get('completed_nodes', 0)}/{state.get('total_nodes', 0)} steps done"
+
+
+def completed_notice(state: dict[str, Any], exit_name: str) -> str:
+    return (f"[WORKFLOW COMPLETE: {state['plan_name']}]\n  Finished at: {exit_name} ({_summary(state)})\n\n"
+            "The workflow is complete. Report the result to the user.")
+
+
+def escalated_notice(state: dict[str, Any], node: Node) -> str:
+    return (f"[WORKFLOW ESCALATED: {state['plan_name']}]\n  Reason: {node.reason or node.name}\n"
+            f"  PACE level: {node.pace_level}\n  Completed: {_summary(state)}\n\n"
+            "The current approach has failed. Stop executing workflow steps; tell the user what failed "
+            "and ask for guidance.")
+
+
+def ended_notice(state: dict[str, Any], title: str, reason: str) -> str:
+    return (f"[WORKFLOW {title}: {state['plan_name']}]\n  Reason: {reason}\n  Completed: {_summary(state)}\n\n"
+            "The workflow is no longer tracked. Continue with the user's request.")

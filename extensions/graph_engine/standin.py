@@ -1,0 +1,295 @@
+"""An Agent-Zero stand-in built from the real shapes in fixtures/agent_zero/ (tests and the demo).
+
+It reproduces what the engine depends on (CONTRACT.md sections 1-5):
+* the extension loader: files run with ``spec_from_file_location``, not on
+  ``sys.path``, the class used is the last ``Extension`` subclass by name;
+* one pass: iteration += 1 -> message_loop_prompts_after -> the prompt is built
+  from extras (then ``extras_temporary`` is cleared) -> before_main_llm_call
+  (belief-state tracker, org dispatcher, then ours) -> the model's reply ->
+  the tool result appended to history;
+* history items shaped exactly like the captures (tool results with the shell
+  prompt line, ``system_warning`` items, compressed JSON strings).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import sys
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+EXT_DIR = Path(__file__).resolve().parent.parent
+ROOT = EXT_DIR.parent
+SELECTOR = EXT_DIR / "before_main_llm_call" / "_15_htn_plan_selector.py"
+COMPANION = EXT_DIR / "message_loop_prompts_after" / "_75_graph_workflow_context.py"
+LIBRARY = ROOT / "plan_library" / "htn_plan_library.json"
+FIXTURES = ROOT / "fixtures"
+PROMPT_LINE = "root@vm:/a0/usr/workdir#"
+
+
+# ── the framework's base class, on either layout ────────────────────────────
+
+
+class Extension:
+    def __init__(self, agent: Any, **kwargs: Any) -> None:
+        self.agent = agent
+        self.kwargs = kwargs
+
+    async def execute(self, **kwargs: Any) -> Any:  # pragma: no cover - overridden
+        return None
+
+
+def install_framework(layout: str = "new") -> None:
+    """Make ``helpers.extension`` (new) or ``python.helpers.extension`` (old) importable, not both."""
+    for name in ("helpers", "helpers.extension", "python", "python.helpers", "python.helpers.extension"):
+        sys.modules.pop(name, None)
+    module = types.ModuleType("extension")
+    module.Extension = Extension
+    if layout == "new":
+        pkg = types.ModuleType("helpers")
+        pkg.__path__ = []
+        pkg.extension = module
+        sys.modules.update({"helpers": pkg, "helpers.extension": module})
+    else:
+        top, sub = types.ModuleType("python"), types.ModuleType("python.helpers")
+        top.__path__, sub.__path__ = [], []
+        top.helpers, sub.extension = sub, module
+        sys.modules.update({"python": top, "python.helpers": sub, "python.helpers.extension": module})
+        sys.modules["helpers"] = None  # type: ignore[assignment]  # import helpers -> ImportError
+
+
+def load_extension_class(path: Path) -> type:
+    """Agent-Zero's loader: run the file by path, pick the last Extension subclass by name."""
+    spec = importlib.util.spec_from_file_location(path.stem, str(path))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    classes = [obj for obj in vars(module).values()
+               if isinstance(obj, type) and issubclass(obj, Extension) and obj is not Extension]
+    if len(classes) != 1:
+        raise AssertionError(f"{path.name}: expected exactly one Extension subclass, found {classes}")
+    return sorted(classes, key=lambda c: c.__name__)[-1]
+
+
+# ── agent, log, loop data ───────────────────────────────────────────────────
+
+
+class Log:
+    def __init__(self) -> None:
+        self.entries: list[dict[str, Any]] = []
+
+    def log(self, type: str = "info", heading: str = "", content: str = "", kvps: Any = None, **_: Any) -> None:
+        self.entries.append({"type": type, "heading": heading, "content": content})
+
+    def texts(self, level: str | None = None) -> list[str]:
+        return [e["content"] for e in self.entries if level is None or e["type"] == level]
+
+
+class Context:
+    def __init__(self, ctx_id: str = "IDrobAgr") -> None:
+        self.id = ctx_id
+        self.log = Log()
+
+
+class Agent:
+    def __init__(self, number: int = 0) -> None:
+        self.number = number
+        self.context = Context()
+        self.data: dict[str, Any] = {}
+
+    def get_data(self, key: str) -> Any:
+        return self.data.get(key)
+
+    def set_data(self, key: str, value: Any) -> None:
+        self.data[key] = value
+
+
+class UserMessage:
+    """``loop_data.user_message``: ``.output()`` gives the captured shape."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def output(self) -> list[dict[str, Any]]:
+        return [{"ai": False, "content": {"user_message": self.text}}]
+
+
+@dataclass
+class LoopData:
+    iteration: int = -1
+    history_output: list[dict[str, Any]] = field(default_factory=list)
+    extras_temporary: dict[str, Any] = field(default_factory=dict)
+    extras_persistent: dict[str, Any] = field(default_factory=dict)
+    params_temporary: dict[str, Any] = field(default_factory=dict)
+    params_persistent: dict[str, Any] = field(default_factory=dict)
+    last_response: str = ""
+    user_message: UserMessage | None = None
+    current_tool: Any = None
+
+
+# ── the neighbouring layers ─────────────────────────────────────────────────
+
+
+class BeliefStateTracker:
+    """The _11_ tracker's domain classification: substring trigger scores, first best domain wins."""
+
+    def __init__(self, taxonomy_path: Path = FIXTURES / "bst_slot_taxonomy.json") -> None:
+        self.taxonomy = json.loads(taxonomy_path.read_text())
+
+    def classify(self, message: str) -> str:
+        text = message.lower()
+        min_len = self.taxonomy["global"].get("min_trigger_word_length", 3)
+        scores = {}
+        for name, domain in self.taxonomy["domains"].items():
+            if name == "conversational":
+                continue
+            triggers = domain.get("triggers", [])
+            hits = sum(1 for t in triggers if len(t) >= min_len and t in text)
+            if hits:
+                scores[name] = hits + 0.1 * sum(len(t.split()) for t in triggers if t in text)
+        return max(scores, key=lambda k: scores[k]) if scores else ""
+
+    def run(self, agent: Agent, message: str) -> None:
+        domain = self.classify(message)
+        store = agent.__dict__.setdefault("_bst_store", {})
+        if domain:
+            store["__bst_belief_state__"] = {"domain": domain}
+        else:
+            store.pop("__bst_belief_state__", None)
+
+
+# ── replies the scripted model gives ────────────────────────────────────────
+
+
+def tool_reply(tool: str, code: str = "", **args: Any) -> str:
+    tool_args = {"runtime": "terminal", "session": 0, "code": code} if tool == "code_execution_tool" else args
+    return json.dumps({"thoughts": ["scripted"], "headline": f"Scripted call of {tool}", "tool_name": tool,
+                       "tool_args": tool_args}, indent=4)
+
+
+@dataclass
+class Reply:
+    """One scripted model turn: a tool call and what the tool returns, a warning, or a final response."""
+
+    tool: str = "code_execution_tool"
+    code: str = ""
+    output: str = ""  # the tool's text before Agent-Zero adds the prompt line
+    thoughts: str = ""
+    warning: str = ""  # instead of a tool result: a system_warning (misformatted reply)
+    final: str = ""  # the response tool: ends the monologue
+
+    def raw(self) -> str:
+        if self.warning:
+            return "I am not sending JSON at all."
+        if self.final:
+            return json.dumps({"thoughts": [self.thoughts or "done"], "headline": "Responding",
+                               "tool_name": "response", "tool_args": {"text": self.final}}, indent=4)
+        data = json.loads(tool_reply(self.tool, self.code))
+        if self.thoughts:
+            data["thoughts"] = [self.thoughts]
+        return json.dumps(data, indent=4)
+
+
+def terminal(text: str) -> str:
+    """What code_execution_tool returns: the screen text and the shell prompt line."""
+    body = text if text.strip() else ""
+    if not body:
+        return "[SYSTEM: No output returned. Consider double-checking the command.]"
+    return "\n" + body.rstrip("\n") + "\n" + PROMPT_LINE
+
+
+# ── the driver ──────────────────────────────────────────────────────────────
+
+
+@dataclass
+class PassRecord:
+    iteration: int
+    prompt_extras: dict[str, Any]  # what the LLM call of this pass received
+    reply: Reply | None
+    state_after: dict[str, Any] | None
+
+
+class Session:
+    """Runs passes in Agent-Zero's order with the extensions loaded as Agent-Zero loads them."""
+
+    def __init__(self, *, companion: bool = True, selector: bool = True, layout: str = "new",
+                 agent: Agent | None = None, bst: BeliefStateTracker | None = None,
+                 allowed_plans: Any = "unset") -> None:
+        install_framework(layout)
+        self.agent = agent or Agent()
+        self.bst = bst or BeliefStateTracker()
+        self.allowed_plans = allowed_plans
+        self.prompts_after = [load_extension_class(COMPANION)(self.agent)] if companion else []
+        self.before_main = [load_extension_class(SELECTOR)(self.agent)] if selector else []
+        self.history: list[dict[str, Any]] = [{"ai": True, "content": tool_reply("response", text="Hello!")}]
+        self.loop: LoopData | None = None
+        self.records: list[PassRecord] = []
+        self.monologue_open = False
+
+    # a user message opens a monologue (a new LoopData)
+    def user(self, text: str) -> None:
+        self.history.append({"ai": False, "content": {"user_message": text}})
+        self.loop = LoopData(user_message=UserMessage(text), history_output=[])
+        self.monologue_open = True
+        self._user_text = text
+
+    def run_pass(self, reply: Reply | None) -> PassRecord:
+        assert self.loop is not None and self.monologue_open, "call user() first"
+        loop = self.loop
+        loop.iteration += 1
+        loop.params_temporary = {}
+        loop.history_output = [dict(h) for h in self.history]
+        self._call(self.prompts_after, loop)
+        prompt_extras = {**loop.extras_persistent, **loop.extras_temporary}
+        loop.extras_temporary.clear()
+        if loop.iteration == 0:
+            self.bst.run(self.agent, self._user_text)
+        if self.allowed_plans != "unset":
+            self.agent.set_data("_org_htn_allowed_plans", self.allowed_plans)
+        self._call(self.before_main, loop)
+        if reply is not None:
+            self._model(loop, reply)
+        state = getattr(self.agent, "_htn_state", None)
+        record = PassRecord(loop.iteration, prompt_extras, reply, json.loads(json.dumps(state)) if state else None)
+        self.records.append(record)
+        return record
+
+    def _model(self, loop: LoopData, reply: Reply) -> None:
+        raw = reply.raw()
+        loop.last_response = raw
+        self.history.append({"ai": True, "content": raw})
+        if reply.final:
+            self.monologue_open = False
+        elif reply.warning:
+            self.history.append({"ai": False, "content": {"system_warning": reply.warning}})
+        else:
+            self.history.append({"ai": False, "content": {"tool_name": reply.tool,
+                                                          "tool_result": reply.output}})
+
+    def _call(self, extensions: list[Any], loop: LoopData) -> None:
+        for ext in extensions:
+            asyncio.run(ext.execute(loop_data=loop))
+
+    # helpers for assertions
+    @property
+    def state(self) -> dict[str, Any] | None:
+        return getattr(self.agent, "_htn_state", None)
+
+    @property
+    def log(self) -> Log:
+        return self.agent.context.log
+
+    def last_prompt(self) -> str:
+        return self.records[-1].prompt_extras.get("htn_active_plan", "") if self.records else ""
+
+
+def ok(text: str) -> Reply:
+    """A terminal call whose output passes most checks."""
+    return Reply(code="true", output=terminal(text))
+
+
+def cmd(code: str, output: str) -> Reply:
+    return Reply(code=code, output=terminal(output))

@@ -1,0 +1,131 @@
+"""Traversal state: one JSON-safe dict, its creation, its bounds, and migration of older states.
+
+The dict is what ``agent._htn_state`` holds.  The org supervisor and SALUTE
+reports read ``plan_name``, ``current_step``, ``total_steps``,
+``steps_completed`` (its length) and ``turns_since_progress``; everything else
+is the engine's own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .model import Plan
+
+SCHEMA = "graph_engine.state/1"
+MAX_EVENTS = 50
+MAX_PATH = 50
+MAX_SHOWN = 4
+MAX_CONSUMED = 8
+
+
+def new_state(plan: Plan, monologue: str, pass_key: str, global_turn: int) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA,
+        "plan_id": plan.id,
+        "plan_name": plan.name,
+        "plan_version": plan.version,
+        "mode": plan.mode,
+        "domain": plan.domains[0] if plan.domains else "",
+        "current_step": 0,
+        "total_steps": plan.total_steps,
+        "steps_completed": [],
+        "steps_failed": [],
+        "turns_since_progress": 0,
+        "stale_after_turns": plan.stale_after_turns,
+        "max_turns": plan.max_turns,
+        "current_node": plan.start,
+        "visited": {},
+        "path": [],
+        "path_len": 0,
+        "total_nodes": len(plan.task_ids),
+        "completed_nodes": 0,
+        "started_turn": global_turn,
+        "turn": 0,
+        "turns_since_transition": 0,
+        "events": [],
+        "seq": 0,
+        "last_outcome": "",
+        "last_failure": "",
+        "route_note": "",
+        "stalled": "",
+        "last_pass": pass_key,
+        "message_monologue": monologue,
+        "shown": [],
+        "consumed": [],
+    }
+
+
+def emit(state: dict[str, Any], etype: str, **fields: Any) -> dict[str, Any]:
+    """Append a typed event; the list keeps the newest MAX_EVENTS."""
+    state["seq"] = state.get("seq", 0) + 1
+    event = {"type": etype, "turn": state.get("turn", 0), "seq": state["seq"], **fields}
+    events = state.setdefault("events", [])
+    events.append(event)
+    if len(events) > MAX_EVENTS:
+        del events[: len(events) - MAX_EVENTS]
+    return event
+
+
+def push_path(state: dict[str, Any], node_id: str) -> None:
+    path = state.setdefault("path", [])
+    path.append(node_id)
+    state["path_len"] = state.get("path_len", 0) + 1
+    if len(path) > MAX_PATH:
+        del path[: len(path) - MAX_PATH]
+
+
+def remember(state: dict[str, Any], key: str, item: Any, limit: int) -> None:
+    items = state.setdefault(key, [])
+    items.append(item)
+    if len(items) > limit:
+        del items[: len(items) - limit]
+
+
+def record_shown(state: dict[str, Any], pass_key: str, node_id: str) -> None:
+    """Note which node's instructions are in the prompt of the call made at ``pass_key``."""
+    shown = [s for s in state.get("shown", []) if s[0] != pass_key]
+    shown.append([pass_key, node_id])
+    state["shown"] = shown[-MAX_SHOWN:]
+
+
+def shown_node(state: dict[str, Any], pass_key: str) -> str | None:
+    for key, node in state.get("shown", []):
+        if key == pass_key:
+            return node
+    return None
+
+
+# ── checking and migrating a state found on the agent ───────────────────────
+
+REQUIRED = {"plan_id": str, "current_node": str, "turn": int, "visited": dict, "events": list}
+
+
+def problem_with(state: Any) -> str:
+    """Why a value cannot be used as a current state, or "" when it can."""
+    if not isinstance(state, dict):
+        return f"expected a dict, found {type(state).__name__}"
+    for key, kind in REQUIRED.items():
+        if not isinstance(state.get(key), kind):
+            return f"field '{key}' is missing or not a {kind.__name__}"
+    return ""
+
+
+def is_legacy_linear(state: Any) -> bool:
+    """A state the previous linear selector left: plan_id + current_step, no schema."""
+    return (isinstance(state, dict) and "schema" not in state and isinstance(state.get("plan_id"), str)
+            and isinstance(state.get("current_step"), int))
+
+
+def migrate_legacy(old: dict[str, Any], plan: Plan, monologue: str, pass_key: str, global_turn: int) -> dict:
+    """Carry a previous-selector state into this engine; only for a linear plan with the same steps."""
+    state = new_state(plan, monologue, pass_key, global_turn)
+    step = max(0, min(int(old.get("current_step", 0)), plan.total_steps - 1))
+    state["current_step"] = step
+    state["current_node"] = f"step_{step + 1}"
+    state["steps_completed"] = [i for i in old.get("steps_completed", []) if isinstance(i, int)]
+    state["steps_failed"] = [i for i in old.get("steps_failed", []) if isinstance(i, int)]
+    state["turns_since_progress"] = int(old.get("turns_since_progress", 0) or 0)
+    state["completed_nodes"] = len(state["steps_completed"])
+    emit(state, "state_migrated", node=state["current_node"], source="linear selector")
+    return state

@@ -1,0 +1,146 @@
+"""Checks: a node's verification applied to one piece of evidence gives a verdict with a reason.
+
+Evidence is the text a tool returned (with Agent-Zero's trailing shell prompt
+line removed) plus the model's reply that called the tool.  Nothing passes
+without evidence: there is no "cannot check, assume success" branch.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from .model import Verify
+
+NO_OUTPUT_MARK = "[SYSTEM: No output returned"
+SYSTEM_NOTE = re.compile(r"^\s*\[SYSTEM:[^\]]*\]?.*$", re.MULTILINE)
+# "root@host:/dir#", "(venv) user@box:~/x$", with an optional trailing space
+SHELL_PROMPT = re.compile(r"(?:\([^()\n]*\)\s*)?[\w.-]+@[\w.-]+:[^\n]*[#$]\s*$")
+EXIT_STATUS = re.compile(r"\[exit[:=]\s*(-?\d+)\]|^\s*exit=(-?\d+)\s*$", re.MULTILINE | re.IGNORECASE)
+CONFIRM = re.compile(r"\bSTEP\s+COMPLETE\b", re.IGNORECASE)
+MAX_CHECKED_CHARS = 1_000_000  # checks read the head and the tail of longer outputs
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What one LLM call produced: the tool it called, the tool's text, and the raw reply."""
+
+    tool: str
+    text: str
+    reply: str = ""
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    reason: str
+
+
+def clean_output(text: str) -> str:
+    """Drop the shell prompt line Agent-Zero appends, so a directory name cannot satisfy a check."""
+    body = text.rstrip()
+    last_nl = body.rfind("\n")
+    last = body[last_nl + 1:]
+    if SHELL_PROMPT.fullmatch(last.strip()):
+        body = body[:last_nl] if last_nl >= 0 else ""
+    return body
+
+
+def _bounded(text: str) -> str:
+    if len(text) <= MAX_CHECKED_CHARS:
+        return text
+    head = MAX_CHECKED_CHARS // 5
+    return text[:head] + "\n" + text[-(MAX_CHECKED_CHARS - head):]
+
+
+def has_output(text: str) -> bool:
+    if NO_OUTPUT_MARK in text:
+        return False
+    return SYSTEM_NOTE.sub("", text).strip() != ""
+
+
+def check(verify: Verify | None, evidence: Evidence) -> Verdict:
+    """Apply one verification to one piece of evidence."""
+    text = _bounded(clean_output(evidence.text))
+    if verify is None:
+        return Verdict(True, "no check defined; the step's result was received")
+    handler = _HANDLERS[verify.type]
+    verdict = handler(verify, text, evidence)
+    if not verdict.ok and evidence.truncated:
+        return Verdict(False, verdict.reason + " (the output was shortened by history compression)")
+    return verdict
+
+
+def _contains(v: Verify, text: str, _: Evidence) -> Verdict:
+    if v.value.lower() in text.lower():
+        return Verdict(True, f"found '{v.value}' in the output")
+    return Verdict(False, f"expected '{v.value}' in the output")
+
+
+def _not_contains(v: Verify, text: str, _: Evidence) -> Verdict:
+    if v.value.lower() in text.lower():
+        return Verdict(False, f"found '{v.value}' in the output")
+    return Verdict(True, f"'{v.value}' is absent from the output")
+
+
+def _matches(v: Verify, text: str, _: Evidence) -> Verdict:
+    assert v.pattern is not None
+    m = v.pattern.search(text)
+    if m:
+        return Verdict(True, f"output matches /{v.value}/ ('{m.group(0)[:60]}')")
+    return Verdict(False, f"expected the output to match /{v.value}/")
+
+
+def _not_matches(v: Verify, text: str, _: Evidence) -> Verdict:
+    assert v.pattern is not None
+    m = v.pattern.search(text)
+    if m:
+        return Verdict(False, f"output matches /{v.value}/ ('{m.group(0)[:60]}')")
+    return Verdict(True, f"output does not match /{v.value}/")
+
+
+def _any_output(_: Verify, text: str, __: Evidence) -> Verdict:
+    if has_output(text):
+        return Verdict(True, "the command printed output")
+    return Verdict(False, "the command printed no output")
+
+
+def _exit_code_zero(_: Verify, text: str, __: Evidence) -> Verdict:
+    codes = [a or b for a, b in EXIT_STATUS.findall(text)]
+    if not codes:
+        return Verdict(False, 'no exit status printed; end the command with ; echo "[exit:$?]"')
+    code = int(codes[-1])
+    if code == 0:
+        return Verdict(True, "exit status 0")
+    return Verdict(False, f"exit status {code}")
+
+
+def _file_exists(v: Verify, _: str, __: Evidence) -> Verdict:
+    path = os.path.expanduser(v.value)
+    if os.path.islink(path) and not os.path.exists(path):
+        return Verdict(False, f"{v.value} is a dangling symbolic link")
+    if os.path.isdir(path):
+        return Verdict(False, f"{v.value} is a directory, not a file")
+    if os.path.isfile(path):
+        return Verdict(True, f"{v.value} exists")
+    return Verdict(False, f"{v.value} does not exist")
+
+
+def _manual(_: Verify, __: str, evidence: Evidence) -> Verdict:
+    if CONFIRM.search(evidence.reply or ""):
+        return Verdict(True, "the model confirmed the step with STEP COMPLETE")
+    return Verdict(False, "no STEP COMPLETE confirmation in the reply")
+
+
+_HANDLERS = {
+    "output_contains": _contains,
+    "output_not_contains": _not_contains,
+    "output_matches": _matches,
+    "output_not_matches": _not_matches,
+    "any_output": _any_output,
+    "exit_code_zero": _exit_code_zero,
+    "file_exists": _file_exists,
+    "manual": _manual,
+}
