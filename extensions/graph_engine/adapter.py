@@ -66,10 +66,12 @@ def locate_library(ext_file: str) -> str:
 
 
 def runtime_for(ext_file: str) -> Runtime:
-    path = locate_library(ext_file)
-    rt = _runtimes.get(path)
+    rt = _runtimes.get(ext_file)
     if rt is None:
-        rt = _runtimes[path] = Runtime(path, os.environ.get("A0_ROOT", "/a0"))
+        path = locate_library(ext_file)
+        rt = next((r for r in _runtimes.values() if r.library.path == path), None)
+        rt = rt or Runtime(path, os.environ.get("A0_ROOT", "/a0"))
+        _runtimes[ext_file] = rt
     return rt
 
 
@@ -81,8 +83,9 @@ def run_hook(agent: Any, loop_data: Any, hook: str, ext_file: str, runtime: Runt
     except Exception as exc:  # noqa: BLE001 - the agent's loop must go on
         frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
         where = f"{Path(frame.filename).name}:{frame.lineno}" if frame else "?"
-        _log_once(rt, agent, "error", f"[HTN] Workflow engine error in {hook} ({type(exc).__name__} at {where}: "
-                                      f"{exc}); this pass is skipped, the agent continues. Please report it.")
+        _log_once(rt, agent, "error", f"[HTN] Workflow engine error ({type(exc).__name__} at {where}: {exc}); "
+                                      "the engine skipped this hook call, the agent continues. Please report it.",
+                  key=f"{type(exc).__name__}:{where}:{exc}")
 
 
 def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
@@ -229,11 +232,8 @@ def _apply(rt: Runtime, agent: Any, loop_data: Any, state: dict | None, fx: engi
     if fx.report is not None:
         _report(rt, agent, fx.report)
     extras = getattr(loop_data, "extras_temporary", None)
-    if isinstance(extras, dict):
-        if fx.context is not None:
-            extras[CONTEXT_KEY] = fx.context
-        elif state is None:
-            extras.pop(CONTEXT_KEY, None)
+    if isinstance(extras, dict) and fx.context is not None:
+        extras[CONTEXT_KEY] = fx.context
 
 
 def _clear_state(agent: Any) -> None:
@@ -271,10 +271,11 @@ def _log(agent: Any, level: str, text: str) -> None:
         pass
 
 
-def _log_once(rt: Runtime, agent: Any, level: str, text: str) -> None:
-    if text in rt.logged_once:
+def _log_once(rt: Runtime, agent: Any, level: str, text: str, key: str = "") -> None:
+    key = key or text
+    if key in rt.logged_once:
         return
     if len(rt.logged_once) >= MAX_LOGGED_ONCE:
         rt.logged_once.clear()
-    rt.logged_once.add(text)
+    rt.logged_once.add(key)
     _log(agent, level, text)

@@ -1,0 +1,75 @@
+"""Small builders shared by the behaviour tests."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+from graph_engine.standin import FIXTURES, Reply, Session, cmd
+
+LEGACY = FIXTURES / "legacy_linear_htn_plan_library.json"
+BUG_MESSAGE = "fix the bug in /tmp/test.py"
+
+
+def use_library(monkeypatch, tmp_path: Path, plans: dict[str, Any]) -> Path:
+    path = tmp_path / "htn_plan_library.json"
+    path.write_text(json.dumps({"_meta": {"version": "2.0"}, "plans": plans}))
+    monkeypatch.setenv("GRAPH_ENGINE_LIBRARY", str(path))
+    return path
+
+
+def events(session: Session, etype: str | None = None) -> list[dict]:
+    state = session.state or getattr(session.agent, "_htn_last_run", None) or {}
+    return [e for e in state.get("events", []) if etype is None or e["type"] == etype]
+
+
+def verdicts(session: Session) -> list[tuple[str, str]]:
+    return [(e["node"], e["outcome"]) for e in events(session, "node_verified")]
+
+
+def started(message: str = BUG_MESSAGE, **kwargs: Any) -> Session:
+    """A session whose first pass activated a plan (the call of pass 0 did not see it)."""
+    session = Session(**kwargs)
+    session.user(message)
+    session.run_pass(cmd("ls", "test.py"))
+    return session
+
+
+def exit_ok(text: str = "") -> Reply:
+    return cmd('run; echo "[exit:$?]"', (text + "\n" if text else "") + "[exit:0]")
+
+
+def exit_fail(text: str = "Error: still broken") -> Reply:
+    return cmd('run; echo "[exit:$?]"', text + "\n[exit:1]")
+
+
+def crash() -> Reply:
+    return cmd('python3 /tmp/test.py; echo "[exit:$?]"',
+               "Traceback (most recent call last):\nZeroDivisionError: division by zero\n[exit:1]")
+
+
+def fix_loop_plan(max_retries: int = 2) -> dict:
+    """test -> fix -> test, bounded by test's budget; exhausted -> escalate."""
+    return {
+        "name": "Loop",
+        "domains": ["bugfix"],
+        "triggers": ["loop please"],
+        "trigger_threshold": 1,
+        "stale_after_turns": 30,
+        "graph": {
+            "start": "fix",
+            "nodes": {
+                "fix": {"type": "task", "name": "Fix", "verify": {"type": "any_output"}},
+                "test": {"type": "task", "name": "Test", "verify": {"type": "exit_code_zero"},
+                         "max_retries": max_retries},
+                "stuck": {"type": "escalate", "name": "Stuck", "reason": "Tests keep failing",
+                          "pace_level": "contingent"},
+                "done": {"type": "exit", "name": "Done"},
+            },
+            "edges": [
+                {"from": "fix", "to": "test", "condition": "on_success"},
+                {"from": "test", "to": "done", "condition": "on_success"},
+                {"from": "test", "to": "fix", "condition": "on_retry"},
+                {"from": "test", "to": "stuck", "condition": "on_exhaust"},
+            ],
+        },
+    }
