@@ -85,20 +85,21 @@ def _not_contains(v: Verify, text: str, _: Evidence) -> Verdict:
     return Verdict(True, f"'{v.value}' is absent from the output")
 
 
-def _matches(v: Verify, text: str, _: Evidence) -> Verdict:
+def _regex(v: Verify, text: str, want_match: bool) -> Verdict:
     assert v.pattern is not None
     m = v.pattern.search(text)
-    if m:
-        return Verdict(True, f"output matches /{v.value}/ ('{m.group(0)[:60]}')")
-    return Verdict(False, f"expected the output to match /{v.value}/")
+    if m is None:
+        return Verdict(not want_match, f"{'expected the output to match' if want_match else 'output does not match'}"
+                                       f" /{v.value}/")
+    return Verdict(want_match, f"output matches /{v.value}/ ('{m.group(0)[:60]}')")
+
+
+def _matches(v: Verify, text: str, _: Evidence) -> Verdict:
+    return _regex(v, text, want_match=True)
 
 
 def _not_matches(v: Verify, text: str, _: Evidence) -> Verdict:
-    assert v.pattern is not None
-    m = v.pattern.search(text)
-    if m:
-        return Verdict(False, f"output matches /{v.value}/ ('{m.group(0)[:60]}')")
-    return Verdict(True, f"output does not match /{v.value}/")
+    return _regex(v, text, want_match=False)
 
 
 def _any_output(_: Verify, text: str, __: Evidence) -> Verdict:
