@@ -376,6 +376,8 @@ def _linear_advance(run: Run, idx: int) -> None:
 def _new_message(plans: Iterable[Plan], run: Run | None, obs: Observation, fx: Effects) -> Run | None:
     if run is not None and run.state.get("message_monologue") == obs.monologue:
         return run
+    if not obs.user_message.strip():  # no words of the user's (an intervention, a broken message): no decision
+        return run
     match = best_match(plans, obs.user_message, obs.domain, obs.allowed_plans)
     if run is not None:
         run.state["message_monologue"] = obs.monologue

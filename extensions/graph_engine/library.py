@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -82,15 +83,24 @@ def load_library_file(path: str) -> Library:
 class LibraryCache:
     """Re-reads the library when its file changes; keeps the last good copy and old plan versions."""
 
-    def __init__(self, path: str, loader: Callable[[str], Library] = load_library_file) -> None:
+    def __init__(self, path: str, loader: Callable[[str], Library] = load_library_file,
+                 recheck_seconds: float = 1.0) -> None:
         self.path = path
         self._loader = loader
+        self.recheck_seconds = recheck_seconds
+        self._checked_at = -1e18
         self._stamp: tuple[int, int] | None = None
         self.current: Library | None = None
         self._versions: dict[tuple[str, str], Plan] = {}
 
     def refresh(self) -> tuple[Library | None, list[str]]:
-        """Return the library to use and the problem lines that are new since the last call."""
+        """Return the library to use and the problem lines that are new since the last call.
+
+        The file's timestamp is looked at no more than once per ``recheck_seconds``."""
+        now = time.monotonic()
+        if self.current is not None and now - self._checked_at < self.recheck_seconds:
+            return self.current, []
+        self._checked_at = now
         try:
             st = os.stat(self.path)
             stamp = (st.st_mtime_ns, st.st_size)
