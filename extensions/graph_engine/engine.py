@@ -117,8 +117,11 @@ def step(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any] | None
     if fx.notice:
         run.state["notice"] = fx.notice
     fx.context = render.context(run.plan, run.state)
-    if run.state.get("notice") and run.state["turn"] <= 1:  # until the new run's first call has seen it
-        fx.context = run.state["notice"] + "\n\n" + fx.context
+    if run.state.get("notice"):
+        if run.state["turn"] <= 1:  # until the new run's first call has seen it
+            fx.context = run.state["notice"] + "\n\n" + fx.context
+        else:
+            del run.state["notice"]
     target = obs.pass_key if obs.hook == PROMPTS_AFTER else obs.next_pass_key
     record_shown(run.state, target, run.state["current_node"])
     return run.state, fx
