@@ -49,3 +49,14 @@ def test_missing_file_is_reported(tmp_path):
     cache = LibraryCache(str(tmp_path / "none.json"), recheck_seconds=0)
     lib, problems = cache.refresh()
     assert lib is None and "cannot read the plan library" in problems[0] and "no plans are active" in problems[0]
+
+
+def test_bundled_library_compiles_without_problems():
+    from graph_engine.library import load_library_file
+    from graph_engine.standin import LIBRARY
+    lib = load_library_file(str(LIBRARY))
+    assert lib.problems == () and len(lib.plans) == 10
+    for plan in lib.plans.values():
+        last = plan.success_path[-1]
+        forward = [e.dst for e in plan.out_edges[last] if e.condition in ("on_success", "always")]
+        assert [plan.nodes[d].type for d in forward] == ["exit"], plan.id
