@@ -270,3 +270,14 @@ def test_an_internal_error_is_caught_and_logged_once(monkeypatch):
     s.run_pass(cmd("ls", "x"))
     errors = s.log.texts("error")
     assert len(errors) == 1 and "RuntimeError at test_in_step.py" in errors[0] and "the agent continues" in errors[0]
+
+
+def test_second_hook_of_a_pass_does_not_read_the_result_again(monkeypatch):
+    from graph_engine import adapter
+    s = started()
+    s.run_pass(crash())
+    reads = []
+    real = adapter.newest_call_output
+    monkeypatch.setattr(adapter, "newest_call_output", lambda h: reads.append(1) or real(h))
+    s.run_pass(WARNING)
+    assert len(reads) == 1 and verdicts(s) == [("reproduce", "success")]

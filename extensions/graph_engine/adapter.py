@@ -95,7 +95,7 @@ def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
     raw_state = getattr(agent, STATE_ATTR, None)
     if library is None and raw_state is None:
         return
-    obs = observe(agent, loop_data, hook)
+    obs = observe(agent, loop_data, hook, raw_state)
     state = _usable_state(rt, agent, raw_state, obs)
     plans = library.plans.values() if library is not None else ()
     new_state, fx = engine.step(plans, rt.lookup, state, obs)
@@ -105,20 +105,27 @@ def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
 # ── reading ─────────────────────────────────────────────────────────────────
 
 
-def observe(agent: Any, loop_data: Any, hook: str) -> engine.Observation:
+def observe(agent: Any, loop_data: Any, hook: str, state: Any = None) -> engine.Observation:
     iteration = int(getattr(loop_data, "iteration", 0) or 0)
-    history = getattr(loop_data, "history_output", None) or []
-    output = newest_call_output(history) if iteration > 0 else reply_before_user_message(history)
+    monologue = _monologue_id(loop_data)
+    output = None
+    if not _pass_already_seen(state, f"{monologue}:{iteration}"):  # the other hook judged it this pass
+        history = getattr(loop_data, "history_output", None) or []
+        output = newest_call_output(history) if iteration > 0 else reply_before_user_message(history)
     return engine.Observation(
         hook=hook,
-        monologue=_monologue_id(loop_data),
+        monologue=monologue,
         iteration=iteration,
         user_message=user_words(getattr(loop_data, "user_message", None)) if iteration == 0 else "",
         domain=_bst_domain(agent),
         allowed_plans=_allowed_plans(agent),
         output=_full_output(output),
-        global_turn=_global_turn(agent, loop_data),
+        global_turn=_global_turn(agent, (monologue, iteration)),
     )
+
+
+def _pass_already_seen(state: Any, pass_key: str) -> bool:
+    return isinstance(state, dict) and state.get("last_pass") == pass_key
 
 
 def _monologue_id(loop_data: Any) -> str:
@@ -131,8 +138,7 @@ def _monologue_id(loop_data: Any) -> str:
     return mono
 
 
-def _global_turn(agent: Any, loop_data: Any) -> int:
-    key = (_monologue_id(loop_data), getattr(loop_data, "iteration", 0))
+def _global_turn(agent: Any, key: tuple[str, int]) -> int:
     seen = getattr(agent, "_graph_engine_pass", None)
     if not isinstance(seen, list) or len(seen) != 2:
         seen = [None, 0]
