@@ -11,8 +11,11 @@ Rules (documented in the README, pinned by tests):
   ``trigger_threshold`` and, if the domain does not agree, the triggers alone
   reach the threshold (so a one-trigger plan may fire in any domain, a
   two-point plan needs two phrases or one phrase and its domain).
+* A ``strong_triggers`` phrase is specific enough to start the plan on its own,
+  in any domain: it counts ``trigger_threshold`` points.
 * The org kernel's filter applies first: None allows all, [] allows nothing.
-* Ties: higher score, then more matched characters, then plan id (A-Z).
+* Ties: higher score, then the phrase found earliest in the message (people
+  name the task first), then more matched characters, then plan id (A-Z).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ class Match:
     score: int
     hits: tuple[str, ...]
     domain_ok: bool
+    first: int = 0  # where the earliest phrase starts in the message
 
 
 def normalise(message: str) -> str:
@@ -46,21 +50,25 @@ def trigger_pattern(trigger: str) -> re.Pattern[str]:
     return re.compile(r"(?<![\w])" + r"\s+".join(words) + r"(?![\w])")
 
 
-def trigger_hits(plan: Plan, text: str) -> tuple[str, ...]:
-    return tuple(t for t in plan.triggers if t and trigger_pattern(t).search(text))
+def trigger_hits(phrases: tuple[str, ...], text: str) -> tuple[str, ...]:
+    return tuple(t for t in phrases if t and trigger_pattern(t).search(text))
 
 
 def score_plan(plan: Plan, text: str, domain: str) -> Match | None:
-    hits = trigger_hits(plan, text)
-    if not hits:
+    weak = trigger_hits(plan.triggers, text)
+    strong = trigger_hits(plan.strong_triggers, text)
+    if not weak and not strong:
         return None
     domain_ok = not plan.domains or domain in plan.domains
-    score = len(hits) + (1 if plan.domains and domain_ok else 0)
+    points = len(weak) + len(strong) * plan.trigger_threshold
+    score = points + (1 if plan.domains and domain_ok else 0)
     if score < plan.trigger_threshold:
         return None
-    if not domain_ok and len(hits) < plan.trigger_threshold:
+    if not domain_ok and points < plan.trigger_threshold:
         return None
-    return Match(plan=plan, score=score, hits=hits, domain_ok=domain_ok)
+    hits = strong + weak
+    first = min(trigger_pattern(h).search(text).start() for h in hits)  # type: ignore[union-attr]
+    return Match(plan=plan, score=score, hits=hits, domain_ok=domain_ok, first=first)
 
 
 def allowed(plan_id: str, allowed_plans: Sequence[str] | None) -> bool:
@@ -75,7 +83,7 @@ def best_match(plans: Iterable[Plan], message: str, domain: str,
     found = [m for p in plans if allowed(p.id, allowed_plans) and (m := score_plan(p, text, domain))]
     if not found:
         return None
-    found.sort(key=lambda m: (-m.score, -sum(len(h) for h in m.hits), m.plan.id))
+    found.sort(key=lambda m: (-m.score, m.first, -sum(len(h) for h in m.hits), m.plan.id))
     return found[0]
 
 

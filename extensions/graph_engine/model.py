@@ -39,13 +39,16 @@ LINEAR_EXIT_ID = "done"
 
 
 class PlanError(ValueError):
-    """A plan that cannot be compiled; the message says where and how to fix it."""
+    """A plan that cannot be compiled; the message says where and how to fix it.
 
-    def __init__(self, plan_id: str, path: str, problem: str, fix: str) -> None:
+    ``rule`` is the lint rule id the problem belongs to (``schema`` unless more specific)."""
+
+    def __init__(self, plan_id: str, path: str, problem: str, fix: str, rule: str = "schema") -> None:
         self.plan_id = plan_id
         self.path = path
         self.problem = problem
         self.fix = fix
+        self.rule = rule
         super().__init__(f"plan '{plan_id}' at {path}: {problem} (fix: {fix})")
 
 
@@ -54,9 +57,17 @@ class Verify:
     type: str
     value: str = ""
     pattern: re.Pattern[str] | None = None
+    fail_if: str = ""
+    fail_pattern: re.Pattern[str] | None = None
 
     def describe(self) -> str:
         """The check in plain words, as the model reads it."""
+        text = self._describe()
+        if self.fail_if:
+            text += f", and must not match /{self.fail_if}/"
+        return text
+
+    def _describe(self) -> str:
         t, v = self.type, self.value
         if t == "output_contains":
             return f'the output must contain "{v}" (any letter case)'
@@ -90,6 +101,7 @@ class Node:
     reason: str = ""
     on_fail: str = "warn"
     required: bool = True
+    continue_on_fail: bool = False
 
 
 @dataclass(frozen=True)
@@ -107,6 +119,7 @@ class Plan:
     mode: str
     domains: tuple[str, ...]
     triggers: tuple[str, ...]
+    strong_triggers: tuple[str, ...]
     trigger_threshold: int
     stale_after_turns: int
     max_turns: int
@@ -122,6 +135,10 @@ class Plan:
     @property
     def total_steps(self) -> int:
         return len(self.success_path)
+
+    @property
+    def all_triggers(self) -> tuple[str, ...]:
+        return self.triggers + self.strong_triggers
 
     @property
     def task_ids(self) -> tuple[str, ...]:
@@ -182,6 +199,7 @@ def _compile_common(plan_id: str, raw: dict) -> dict:
             "give the plan a readable name")
     domains = _str_list(plan_id, raw.get("domains", []), f"{where}.domains")
     triggers = _str_list(plan_id, raw.get("triggers", []), f"{where}.triggers")
+    strong = _str_list(plan_id, raw.get("strong_triggers", []), f"{where}.strong_triggers")
     threshold = _int(plan_id, raw.get("trigger_threshold", DEFAULT_THRESHOLD), f"{where}.trigger_threshold", 1)
     stale = _int(plan_id, raw.get("stale_after_turns", 0), f"{where}.stale_after_turns", 0)
     max_turns = _int(plan_id, raw.get("max_turns", 0), f"{where}.max_turns", 0)
@@ -189,6 +207,7 @@ def _compile_common(plan_id: str, raw: dict) -> dict:
     _expect(isinstance(description, str), plan_id, f"{where}.description", "must be a string", "write text")
     return {
         "name": name.strip(), "domains": tuple(domains), "triggers": tuple(t.lower().strip() for t in triggers),
+        "strong_triggers": tuple(t.lower().strip() for t in strong),
         "trigger_threshold": threshold, "stale_after_turns": stale, "max_turns": max_turns,
         "description": description,
     }
@@ -224,18 +243,23 @@ def _compile_node(plan_id: str, nid: str, spec: Any, where: str) -> Node:
         _expect(isinstance(value, str), plan_id, f"{where}.{key}", "must be a string", "write text")
     name = spec.get("name", nid)
     _expect(isinstance(name, str), plan_id, f"{where}.name", "must be a string", "write text")
+    cont = spec.get("continue_on_fail", False)
+    _expect(isinstance(cont, bool), plan_id, f"{where}.continue_on_fail", "must be true or false",
+            "write true to let a failed check continue along the node's 'always' edge")
     return Node(
         id=nid, type=ntype, name=name or nid, verify=_compile_verify(plan_id, spec.get("verify"), f"{where}.verify"),
         max_retries=_int(plan_id, spec.get("max_retries", 0), f"{where}.max_retries", 0),
-        pace_level=pace, **texts,
+        pace_level=pace, continue_on_fail=cont, **texts,
     )
 
 
 def _compile_edge(plan_id: str, raw: Any, nodes: Mapping[str, Node], where: str) -> Edge:
     _expect(isinstance(raw, dict), plan_id, where, "must be an object", 'write {"from": ..., "to": ...}')
     src, dst = raw.get("from"), raw.get("to")
-    _expect(src in nodes, plan_id, f"{where}.from", f"names no node ({src!r})", "point 'from' at a declared node")
-    _expect(dst in nodes, plan_id, f"{where}.to", f"names no node ({dst!r})", "point 'to' at a declared node")
+    _expect(isinstance(src, str) and src in nodes, plan_id, f"{where}.from", f"names no node ({src!r})",
+            "point 'from' at a declared node", rule="edge_target_exists")
+    _expect(isinstance(dst, str) and dst in nodes, plan_id, f"{where}.to", f"names no node ({dst!r})",
+            "point 'to' at a declared node", rule="edge_target_exists")
     cond = raw.get("condition", "always")
     _expect(cond in CONDITIONS, plan_id, f"{where}.condition", f"unknown condition {cond!r}",
             f"use one of {', '.join(CONDITIONS)}")
@@ -281,9 +305,16 @@ def _compile_verify(plan_id: str, raw: Any, where: str) -> Verify | None:
     _expect(not needs_value or value != "", plan_id, f"{where}.value", f"{vtype} needs a value",
             "say what to look for in 'value'")
     pattern = None
+    flags = raw.get("flags", "")
     if vtype in ("output_matches", "output_not_matches"):
-        pattern = _compile_regex(plan_id, value, raw.get("flags", ""), f"{where}.value")
-    return Verify(type=vtype, value=value, pattern=pattern)
+        pattern = _compile_regex(plan_id, value, flags, f"{where}.value")
+    fail_if = raw.get("fail_if", "")
+    _expect(isinstance(fail_if, str), plan_id, f"{where}.fail_if", "must be a string",
+            "write a regular expression that marks the output as failed")
+    _expect(not fail_if or vtype not in ("manual", "file_exists"), plan_id, f"{where}.fail_if",
+            f"{vtype} does not read the output, so fail_if would never apply", "remove fail_if")
+    fail_pattern = _compile_regex(plan_id, fail_if, flags, f"{where}.fail_if") if fail_if else None
+    return Verify(type=vtype, value=value, pattern=pattern, fail_if=fail_if, fail_pattern=fail_pattern)
 
 
 _NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[+*](?:[^()\\]|\\.)*\)[+*{]")
@@ -294,7 +325,7 @@ def _compile_regex(plan_id: str, value: str, flags: Any, where: str) -> re.Patte
             f"unknown regex flags {flags!r}", "use any of i (ignore case), m (multiline), s (dot matches newline)")
     _expect(not _NESTED_QUANTIFIER.search(value), plan_id, where,
             "nested quantifier such as (a+)+ can backtrack for minutes on long output",
-            "remove the outer quantifier or make the inner group match one thing")
+            "remove the outer quantifier or make the inner group match one thing", rule="regex_unsafe")
     bits = re.MULTILINE
     for ch, flag in (("i", re.IGNORECASE), ("s", re.DOTALL)):
         if ch in flags:
@@ -302,7 +333,8 @@ def _compile_regex(plan_id: str, value: str, flags: Any, where: str) -> re.Patte
     try:
         return re.compile(value, bits)
     except re.error as exc:
-        raise PlanError(plan_id, where, f"invalid regular expression: {exc}", "fix the pattern") from None
+        raise PlanError(plan_id, where, f"invalid regular expression: {exc}", "fix the pattern",
+                        rule="regex_invalid") from None
 
 
 def _success_path(nodes: Mapping[str, Node], out_edges: Mapping[str, tuple[Edge, ...]], start: str) -> tuple[str, ...]:
@@ -325,9 +357,9 @@ def _success_path(nodes: Mapping[str, Node], out_edges: Mapping[str, tuple[Edge,
 # ── small validators ────────────────────────────────────────────────────────
 
 
-def _expect(ok: bool, plan_id: str, path: str, problem: str, fix: str) -> None:
+def _expect(ok: bool, plan_id: str, path: str, problem: str, fix: str, rule: str = "schema") -> None:
     if not ok:
-        raise PlanError(plan_id, path, problem, fix)
+        raise PlanError(plan_id, path, problem, fix, rule)
 
 
 def _int(plan_id: str, value: Any, path: str, minimum: int) -> int:

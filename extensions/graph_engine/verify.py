@@ -66,6 +66,10 @@ def check(verify: Verify | None, evidence: Evidence) -> Verdict:
     text = _bounded(clean_output(evidence.text))
     if verify is None:
         return Verdict(True, "no check defined; the step's result was received")
+    if verify.fail_pattern is not None:
+        bad = verify.fail_pattern.search(text)
+        if bad is not None:
+            return Verdict(False, f"output matches the failure pattern /{verify.fail_if}/ ('{bad.group(0)[:60]}')")
     handler = _HANDLERS[verify.type]
     verdict = handler(verify, text, evidence)
     if not verdict.ok and evidence.truncated:
