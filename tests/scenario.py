@@ -67,6 +67,7 @@ def fix_loop_plan(max_retries: int = 2) -> dict:
             },
             "edges": [
                 {"from": "fix", "to": "test", "condition": "on_success"},
+                {"from": "fix", "to": "stuck", "condition": "on_exhaust"},
                 {"from": "test", "to": "done", "condition": "on_success"},
                 {"from": "test", "to": "fix", "condition": "on_retry"},
                 {"from": "test", "to": "stuck", "condition": "on_exhaust"},

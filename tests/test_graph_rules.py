@@ -32,7 +32,15 @@ def test_checkpoint_and_decision_route_on_failure(monkeypatch, tmp_path):
     assert "Decision 'Which way': Probe said yes? → routed on on_fail to 'Sad'" in s.last_prompt()
 
 
+def without_lint(monkeypatch):
+    """Load plans the lint would disable: the engine's own guards must still hold."""
+    from graph_engine import library
+    from graph_engine.lint import PlanReport
+    monkeypatch.setattr(library, "lint_plan", lambda plan: PlanReport(plan.id, (), None))
+
+
 def test_no_matching_edge_stalls_with_one_warning_and_tells_the_model(monkeypatch, tmp_path):
+    without_lint(monkeypatch)  # failure_unrouted would disable this plan at load
     nodes = {"only": {"type": "task", "name": "Only", "verify": {"type": "output_contains", "value": "ok"}},
              "done": {"type": "exit"}}
     use_library(monkeypatch, tmp_path, {"rules": plan(nodes, [{"from": "start", "to": "only"},
@@ -62,6 +70,7 @@ def test_graph_expires_after_stale_turns_without_a_step_change(monkeypatch, tmp_
 
 
 def test_turn_ceiling_ends_a_run_that_keeps_moving(monkeypatch, tmp_path):
+    without_lint(monkeypatch)  # cycle_unbounded would disable this plan at load
     nodes = {"a": {"type": "task", "name": "A", "verify": {"type": "any_output"}},
              "b": {"type": "task", "name": "B", "verify": {"type": "any_output"}}, "done": {"type": "exit"}}
     edges = [{"from": "start", "to": "a"}, {"from": "a", "to": "b"}, {"from": "b", "to": "a"}]

@@ -12,7 +12,7 @@ def write(path, plans, mtime):
 
 
 def linear(name):
-    return {"name": name, "triggers": ["go"], "steps": [{"name": "s", "verify": {"type": "any_output"}}]}
+    return {"name": name, "triggers": ["go"], "trigger_threshold": 1, "steps": [{"name": "s", "verify": {"type": "any_output"}}]}
 
 
 def test_reload_on_change_and_last_good_on_broken_json(tmp_path):

@@ -13,7 +13,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from .lint import ERROR, Diagnostic, cross_plan_triggers, diag, lint_plan
 from .model import Plan, PlanError, compile_plan
+from .schema import find_schema, load_schema, validate_document
+
+PLAN_DOC = "docs/plan-authoring.md"
 
 try:  # optional speed-up; the standard library is enough
     import orjson as _orjson
@@ -32,34 +36,78 @@ def parse_json(blob: bytes) -> Any:
 
 @dataclass(frozen=True)
 class Library:
-    """The plans that compiled, in file order, plus one problem line per plan that did not."""
+    """The plans that passed schema, compile and lint, in file order, plus one problem line per disabled plan."""
 
     path: str
     plans: Mapping[str, Plan]
     problems: tuple[str, ...] = ()
     meta: Mapping[str, Any] = field(default_factory=dict)
+    diagnostics: tuple[Diagnostic, ...] = ()
+    worst_case_turns: Mapping[str, int | None] = field(default_factory=dict)
 
     def get(self, plan_id: str) -> Plan | None:
         return self.plans.get(plan_id)
 
 
-def build_library(data: Any, path: str = "<memory>") -> Library:
-    """Compile a parsed library document.  Raises ValueError when the document itself is unusable."""
+def check_document(data: Any, path: str = "<memory>", use_jsonschema: bool = False) -> Library:
+    """Schema, compile and lint every plan; plans with an error are left out.  Never raises for a plan's fault.
+
+    Raises ValueError only when the document itself is unusable (not an object, no 'plans' object)."""
     if not isinstance(data, dict):
         raise ValueError(f"{path}: the library must be a JSON object with a 'plans' object, "
                          f"got {type(data).__name__}")
     raw_plans = data.get("plans")
     if not isinstance(raw_plans, dict):
         raise ValueError(f"{path}: 'plans' must be an object keyed by plan id (add \"plans\": {{...}})")
-    plans: dict[str, Plan] = {}
-    problems: list[str] = []
+    found: list[Diagnostic] = []
+    schema_file = find_schema(path if path != "<memory>" else "")
+    if schema_file is not None:
+        for p in validate_document(data, load_schema(schema_file), use_jsonschema):
+            found.append(diag("schema", p.plan or "(library)", f"{p.path}: {p.message}",
+                              f"see the field in {PLAN_DOC}"))
+    compiled: dict[str, Plan] = {}
+    reports: dict[str, int | None] = {}
     for plan_id, raw in raw_plans.items():
+        if any(d.plan == plan_id for d in found):
+            continue  # a schema error: compiling would only repeat it
         try:
-            plans[plan_id] = compile_plan(plan_id, raw)
+            plan = compile_plan(plan_id, raw)
         except PlanError as exc:
-            problems.append(f"{path}: {exc}; the plan is disabled, the others keep working")
+            found.append(diag(exc.rule, plan_id, f"{exc.path}: {exc.problem}", exc.fix))
+            continue
+        report = lint_plan(plan)
+        found.extend(report.diagnostics)
+        reports[plan_id] = report.worst_case_turns
+        compiled[plan_id] = plan
+    found.extend(cross_plan_triggers(compiled.values()))
+    broken = {d.plan for d in found if d.severity == ERROR}
+    plans = {pid: plan for pid, plan in compiled.items() if pid not in broken}
     meta = data.get("_meta") if isinstance(data.get("_meta"), dict) else {}
-    return Library(path=path, plans=plans, problems=tuple(problems), meta=meta)
+    return Library(path=path, plans=plans, problems=tuple(_problem_lines(path, found)), meta=meta,
+                   diagnostics=tuple(found), worst_case_turns=reports)
+
+
+def _problem_lines(path: str, found: list[Diagnostic]) -> list[str]:
+    """One line per disabled plan (its first error), one per warning."""
+    lines, seen = [], set()
+    for d in found:
+        if d.severity == ERROR:
+            if d.plan in seen:
+                continue
+            seen.add(d.plan)
+            more = sum(1 for x in found if x.plan == d.plan and x.severity == ERROR) - 1
+            extra = f" (and {more} more: run graph-engine validate {path})" if more else ""
+            target = "the library's top level is invalid" if d.plan == "(library)" else \
+                f"plan '{d.plan}' is disabled, the others keep working"
+            lines.append(f"{path}: {target}: [{d.rule}] {d.message} (fix: {d.fix}){extra}")
+        else:
+            lines.append(f"{path}: {d.line()}")
+    return lines
+
+
+def build_library(data: Any, path: str = "<memory>") -> Library:
+    """Compile a parsed library document.  Raises ValueError when the document itself is unusable."""
+    return check_document(data, path)
 
 
 def load_library_file(path: str) -> Library:

@@ -1,0 +1,365 @@
+"""Lint: what the schema cannot see.  Stable rule ids, a severity and a fix for each finding.
+
+The loop analysis follows the engine's routing exactly (``outcome_edge``):
+
+* a task's check gives one of three outcomes: ``success``; ``retry`` (failed, the
+  node's budget has retries left: at most ``max_retries`` times per run);
+  ``exhausted`` (failed with the budget spent: any number of times);
+* pass-through nodes (start, checkpoint, decision) are followed to the next task
+  or terminal node, decisions choosing by the outcome that reached them.
+
+This gives, per task node and outcome, the next task or terminal node.  Only
+``retry`` transitions spend a budget.  A cycle made of ``success`` and
+``exhausted`` transitions alone can repeat forever: that is ``cycle_unbounded``.
+When there is none, every run visits at most (retries + 1) x (longest chain of
+free transitions) task nodes, each for at most ``stale_after_turns`` turns, and
+never more than ``max_turns`` turns: that is the plan's worst case.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable, Mapping
+
+from .matching import trigger_pattern
+from .model import Edge, Node, Plan
+
+ERROR, WARNING = "error", "warning"
+
+RULES: Mapping[str, tuple[str, str]] = {
+    "schema": (ERROR, "the plan does not follow plan_library.schema.json"),
+    "edge_target_exists": (ERROR, "an edge names a node that does not exist"),
+    "regex_invalid": (ERROR, "a regular expression does not compile"),
+    "regex_unsafe": (ERROR, "a regular expression could backtrack catastrophically"),
+    "pace_level": (ERROR, "an escalate node names no valid PACE level"),
+    "start_node": (ERROR, "exactly one entry: at most one start node, and it is graph.start"),
+    "start_no_incoming": (ERROR, "no edge leads back into the start node"),
+    "terminal_node": (ERROR, "a graph needs at least one exit node"),
+    "exit_no_outgoing": (ERROR, "exit and escalate nodes end the run; edges out of them are never taken"),
+    "reachability": (ERROR, "every node is reachable from the start node"),
+    "dead_end": (ERROR, "every node that is not an exit or escalation has a way out"),
+    "duplicate_condition": (ERROR, "two edges from one node with the same condition: the second is never taken"),
+    "decision_branches": (ERROR, "a decision needs an on_success edge and an edge for failure"),
+    "failure_unrouted": (ERROR, "a check that can fail has no route once its retries are spent"),
+    "failure_as_success": (WARNING, "a failed check leads where success leads (only an 'always' edge)"),
+    "cycle_unbounded": (ERROR, "a loop that no retry budget ends"),
+    "escalate_reason": (WARNING, "an escalate node without a reason tells the user nothing"),
+    "no_triggers": (WARNING, "a plan without trigger phrases never starts"),
+    "threshold_unreachable": (ERROR, "the trigger threshold is higher than the plan can score"),
+    "trigger_overlap": (WARNING, "one trigger phrase contains another of the same plan: one phrase scores twice"),
+    "duplicate_trigger": (WARNING, "the same trigger phrase in two plans (or twice in one)"),
+}
+
+OUTCOMES = ("success", "retry", "exhausted")
+DECISION_ORDER = {
+    "success": ("on_success", "always"),
+    "retry": ("on_fail", "on_retry", "always"),
+    "exhausted": ("on_fail", "on_exhaust", "always"),
+}
+TASK_ORDER = {
+    "success": ("on_success", "always"),
+    "retry": ("on_retry",),
+    "exhausted": ("on_exhaust", "on_fail", "always"),
+}
+PASS_THROUGH = ("start", "checkpoint", "decision")
+MAX_PASS_THROUGH = 64
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    rule: str
+    severity: str
+    plan: str
+    node: str | None
+    edge: str | None
+    message: str
+    fix: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def line(self) -> str:
+        where = f"plan '{self.plan}'" + (f" node '{self.node}'" if self.node else "") + \
+                (f" edge {self.edge}" if self.edge else "")
+        return f"{self.severity} [{self.rule}] {where}: {self.message} (fix: {self.fix})"
+
+
+def diag(rule: str, plan: str, message: str, fix: str, node: str | None = None,
+         edge: str | None = None) -> Diagnostic:
+    return Diagnostic(rule=rule, severity=RULES[rule][0], plan=plan, node=node, edge=edge, message=message, fix=fix)
+
+
+def edge_name(e: Edge) -> str:
+    return f"{e.src} -({e.condition})-> {e.dst}"
+
+
+# ── routing, as the engine does it ──────────────────────────────────────────
+
+
+def outcome_edge(plan: Plan, node: Node, outcome: str) -> Edge | None:
+    order = DECISION_ORDER[outcome] if node.type == "decision" else (
+        ("always", "on_success") if node.type in ("start", "checkpoint") else TASK_ORDER[outcome])
+    edges = plan.out_edges.get(node.id, ())
+    for cond in order:
+        for e in edges:
+            if e.condition == cond:
+                return e
+    return None
+
+
+def resolve(plan: Plan, node_id: str, outcome: str) -> str | None:
+    """Where a task's outcome leads: the next task or terminal node; None for a stall.
+
+    A retry without an ``on_retry`` edge stays on the node."""
+    node = plan.nodes[node_id]
+    edge = outcome_edge(plan, node, outcome)
+    if edge is None:
+        return node_id if (outcome == "retry" and node.type == "task") else None
+    return settle(plan, edge.dst, outcome)
+
+
+def settle(plan: Plan, node_id: str, outcome: str) -> str | None:
+    for _ in range(MAX_PASS_THROUGH):
+        node = plan.nodes[node_id]
+        if node.type not in PASS_THROUGH:
+            return node_id
+        edge = outcome_edge(plan, node, outcome)
+        if edge is None:
+            return None
+        node_id = edge.dst
+    return None
+
+
+def can_fail(node: Node) -> bool:
+    return node.type == "task" and node.verify is not None
+
+
+def transitions(plan: Plan) -> dict[str, dict[str, str | None]]:
+    """Per task node: outcome -> next task or terminal node (None = stall)."""
+    table: dict[str, dict[str, str | None]] = {}
+    for node in plan.nodes.values():
+        if node.type != "task":
+            continue
+        outs: dict[str, str | None] = {"success": resolve(plan, node.id, "success")}
+        if can_fail(node):
+            if node.max_retries > 0:
+                outs["retry"] = resolve(plan, node.id, "retry")
+            outs["exhausted"] = resolve(plan, node.id, "exhausted")
+        table[node.id] = outs
+    return table
+
+
+# ── per-plan rules ──────────────────────────────────────────────────────────
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    plan: str
+    diagnostics: tuple[Diagnostic, ...]
+    worst_case_turns: int | None  # None when a loop is unbounded (the turn ceiling still applies)
+
+    @property
+    def errors(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for d in self.diagnostics if d.severity == ERROR)
+
+
+def lint_plan(plan: Plan) -> PlanReport:
+    found: list[Diagnostic] = []
+    found += _trigger_rules(plan)
+    if plan.mode == "linear":
+        worst = min(plan.max_turns, (len(plan.nodes) - 1) * plan.stale_after_turns)
+        return PlanReport(plan.id, tuple(found), worst)
+    found += _shape_rules(plan)
+    table = transitions(plan)
+    found += _routing_rules(plan, table)
+    cycles = _free_cycles(plan, table)
+    for members in cycles:
+        found.append(diag("cycle_unbounded", plan.id,
+                          f"the loop through {', '.join(members)} can repeat without spending a retry budget",
+                          "give a node in the loop max_retries and send its on_retry edge around the loop and its "
+                          "on_exhaust edge out of it", node=members[0]))
+    worst = None if cycles else _worst_case(plan, table)
+    return PlanReport(plan.id, tuple(found), worst)
+
+
+def _shape_rules(plan: Plan) -> list[Diagnostic]:
+    pid, found = plan.id, []
+    starts = [n.id for n in plan.nodes.values() if n.type == "start"]
+    if len(starts) > 1 or (starts and starts[0] != plan.start):
+        found.append(diag("start_node", pid, f"start nodes {starts}, graph.start is '{plan.start}'",
+                          "keep one node of type start and name it in graph.start", node=plan.start))
+    for e in plan.edges:
+        if e.dst == plan.start and plan.nodes[plan.start].type == "start":
+            found.append(diag("start_no_incoming", pid, "an edge leads into the start node",
+                              "point the edge at the first task instead", edge=edge_name(e)))
+    if not any(n.type == "exit" for n in plan.nodes.values()):
+        found.append(diag("terminal_node", pid, "no exit node", 'add a node of type "exit" and an edge to it'))
+    reachable = _reachable(plan)
+    for node in plan.nodes.values():
+        outs = plan.out_edges.get(node.id, ())
+        if node.type in ("exit", "escalate"):
+            for e in outs:
+                found.append(diag("exit_no_outgoing", pid, f"{node.type} node has an outgoing edge",
+                                  "remove the edge", node=node.id, edge=edge_name(e)))
+            if node.type == "escalate" and not node.reason.strip():
+                found.append(diag("escalate_reason", pid, "escalate node has no reason",
+                                  "add a 'reason' saying what went wrong", node=node.id))
+        elif not outs:
+            found.append(diag("dead_end", pid, f"{node.type} node has no outgoing edge",
+                              "add an edge to the next node, an escalation or an exit", node=node.id))
+        if node.id not in reachable:
+            found.append(diag("reachability", pid, "no path from the start node reaches it",
+                              "add an edge to it or remove the node", node=node.id))
+        seen: set[str] = set()
+        for e in outs:
+            if e.condition in seen:
+                found.append(diag("duplicate_condition", pid, f"second '{e.condition}' edge from the node",
+                                  "merge the edges or give one another condition", node=node.id, edge=edge_name(e)))
+            seen.add(e.condition)
+        if node.type == "decision":
+            conds = {e.condition for e in outs}
+            if "on_success" not in conds or not conds & {"on_fail", "on_retry", "on_exhaust"}:
+                found.append(diag("decision_branches", pid, f"decision routes only on {sorted(conds) or 'nothing'}",
+                                  "give it an on_success edge and an on_fail (or on_retry/on_exhaust) edge",
+                                  node=node.id))
+    return found
+
+
+def _reachable(plan: Plan) -> set[str]:
+    seen, todo = {plan.start}, [plan.start]
+    while todo:
+        for e in plan.out_edges.get(todo.pop(), ()):
+            if e.dst not in seen:
+                seen.add(e.dst)
+                todo.append(e.dst)
+    return seen
+
+
+def _routing_rules(plan: Plan, table: Mapping[str, Mapping[str, str | None]]) -> list[Diagnostic]:
+    pid, found = plan.id, []
+    for nid, outs in table.items():
+        node = plan.nodes[nid]
+        if not plan.out_edges.get(nid):
+            continue  # dead_end says it
+        for outcome, target in outs.items():
+            if target is None:
+                rule = "failure_unrouted" if outcome != "success" else "dead_end"
+                found.append(diag(rule, pid, f"no route for outcome '{outcome}': the run would stall here",
+                                  "add an on_exhaust (or on_fail) edge to an escalation" if outcome != "success"
+                                  else "add an on_success edge", node=nid))
+        if not can_fail(node) or node.continue_on_fail:
+            continue
+        if outs.get("exhausted") is not None and outs["exhausted"] == outs["success"]:
+            found.append(diag("failure_as_success", pid,
+                              f"a failed check goes on to '{outs['success']}' exactly as success does",
+                              "add an on_exhaust edge to an escalation, or set continue_on_fail: true if that is "
+                              "the intent", node=nid))
+    return found
+
+
+def _free_cycles(plan: Plan, table: Mapping[str, Mapping[str, str | None]]) -> list[list[str]]:
+    graph = {nid: sorted({t for o, t in outs.items() if o != "retry" and t in table}) for nid, outs in table.items()}
+    return [c for c in strongly_connected(graph) if len(c) > 1 or c[0] in graph[c[0]]]
+
+
+def strongly_connected(graph: Mapping[str, list[str]]) -> list[list[str]]:
+    """Tarjan's algorithm, iterative (plans can be large)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(graph[root]))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, it = work[-1]
+            advanced = False
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(graph.get(w, []))))
+                    advanced = True
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                out.append(sorted(comp))
+    return out
+
+
+def _worst_case(plan: Plan, table: Mapping[str, Mapping[str, str | None]]) -> int:
+    """Turns a run can stay active at most (see the module docstring)."""
+    longest: dict[str, int] = {}
+
+    def chain(nid: str) -> int:  # free transitions form a DAG here
+        stack = [nid]
+        while stack:
+            cur = stack[-1]
+            nexts = [t for o, t in table[cur].items() if o != "retry" and t in table and t != cur]
+            todo = [t for t in nexts if t not in longest]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            longest[cur] = 1 + max((longest[t] for t in nexts), default=0)
+        return longest[nid]
+
+    length = max((chain(n) for n in table), default=0)
+    budget = sum(plan.nodes[n].max_retries for n in table if "retry" in table[n])
+    visits = (budget + 1) * max(length, 1)
+    return min(plan.max_turns, visits * plan.stale_after_turns)
+
+
+# ── triggers ────────────────────────────────────────────────────────────────
+
+
+def _trigger_rules(plan: Plan) -> list[Diagnostic]:
+    pid, found = plan.id, []
+    if not plan.all_triggers:
+        return [diag("no_triggers", pid, "the plan has no trigger phrases", "add phrases users say for this task")]
+    best = len(set(plan.triggers)) + (1 if plan.domains else 0)
+    if best < plan.trigger_threshold and not plan.strong_triggers:
+        found.append(diag("threshold_unreachable", pid,
+                          f"trigger_threshold {plan.trigger_threshold} but the plan can score at most {best}",
+                          "lower trigger_threshold or add trigger phrases"))
+    for a in plan.all_triggers:
+        for b in plan.triggers:  # a strong phrase starts the plan alone: counting it twice changes nothing
+            if a != b and trigger_pattern(a).search(b):
+                found.append(diag("trigger_overlap", pid, f"'{b}' always also matches '{a}'",
+                                  f"drop '{a}' or '{b}', or reword one"))
+    return found
+
+
+def cross_plan_triggers(plans: Iterable[Plan]) -> list[Diagnostic]:
+    owners: dict[str, list[str]] = {}
+    for plan in plans:
+        for t in plan.all_triggers:
+            owners.setdefault(t, []).append(plan.id)
+    found = []
+    for trig, ids in owners.items():
+        if len(ids) > 1:
+            found.append(diag("duplicate_trigger", ids[-1], f"trigger '{trig}' is listed by {', '.join(ids)}",
+                              "keep the phrase in the one plan it means"))
+    return found
