@@ -3,11 +3,14 @@
 ``graph-engine demo`` drives a realistic bug-fix session through the Agent-Zero
 stand-in (the same one the tests use), with the bundled plan library and both
 extension files loaded the way Agent-Zero loads them, and prints each pass.
+``graph-engine validate PATH...`` checks library files (schema + lint);
+``graph-engine triggers`` runs the trigger golden set.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -15,6 +18,10 @@ import textwrap
 from typing import Sequence
 
 from . import standin as a0
+from . import triggers as trig
+from .library import check_document, parse_json
+from .lint import Diagnostic, diag
+from .schema import jsonschema_available
 from .standin import Reply, Session, cmd
 
 
@@ -64,7 +71,8 @@ def _describe(event: dict) -> str | None:
     return None
 
 
-def demo(out=sys.stdout) -> int:
+def demo(out=None) -> int:
+    out = out or sys.stdout
     with tempfile.TemporaryDirectory() as workdir:
         message, replies = _demo_script(workdir)
         session = Session()
@@ -109,13 +117,74 @@ def _reply_summary(reply: Reply) -> str:
     return f"{reply.tool}: {reply.code}\n         -> {tail[:150]}"
 
 
+def validate_files(paths: Sequence[str]) -> list[Diagnostic]:
+    """Every finding for every file, plus one info line per plan with its worst-case turns."""
+    use_js = jsonschema_available()
+    found: list[Diagnostic] = []
+    for path in paths:
+        try:
+            with open(path, "rb") as fh:
+                data = parse_json(fh.read())
+            lib = check_document(data, path, use_jsonschema=use_js)
+        except OSError as exc:
+            found.append(diag("schema", path, f"cannot read the file ({exc.strerror or exc})", "check the path"))
+            continue
+        except (ValueError, UnicodeDecodeError) as exc:
+            found.append(diag("schema", path, f"not a usable library: {exc}", "fix the JSON syntax or shape"))
+            continue
+        found.extend(lib.diagnostics)
+        for plan_id, turns in lib.worst_case_turns.items():
+            if plan_id in lib.plans:
+                found.append(Diagnostic(rule="worst_case_turns", severity="info", plan=plan_id, node=None, edge=None,
+                                        message=f"every run ends within {turns} turns", fix=""))
+    return found
+
+
+def validate(paths: Sequence[str], as_json: bool, out=None) -> int:
+    out = out or sys.stdout
+    found = validate_files(paths)
+    errors = [d for d in found if d.severity == "error"]
+    if as_json:
+        out.write(json.dumps([d.to_json() for d in found], indent=2) + "\n")
+        return 1 if errors else 0
+    checker = "jsonschema" if jsonschema_available() else "the built-in validator (jsonschema is not installed)"
+    out.write(f"schema checked with {checker}\n")
+    for path in paths:
+        out.write(f"{path}\n")
+        for d in validate_files([path]):
+            out.write(f"  ok      plan '{d.plan}': {d.message}\n" if d.severity == "info" else f"  {d.line()}\n")
+    warnings = sum(1 for d in found if d.severity == "warning")
+    out.write(f"{len(errors)} error(s), {warnings} warning(s) in {len(paths)} file(s)\n")
+    return 1 if errors else 0
+
+
+def triggers(library: str, cases: str, as_json: bool, out=None) -> int:
+    out = out or sys.stdout
+    with open(library, "rb") as fh:
+        lib = check_document(parse_json(fh.read()), library)
+    rep = trig.report(list(lib.plans.values()), trig.load_cases(cases))
+    out.write((json.dumps(rep, indent=2) if as_json else trig.format_report(rep)) + "\n")
+    return 0 if rep["accuracy"] >= trig.REQUIRED_ACCURACY and not rep["negatives_activated"] else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="graph-engine", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="drive a bug-fix session through the Agent-Zero stand-in and print each pass")
+    val = sub.add_parser("validate", help="check plan library files: schema and lint (exit 1 on any error)")
+    val.add_argument("paths", nargs="+", metavar="PATH")
+    val.add_argument("--json", action="store_true", help="print a JSON list of findings")
+    tr = sub.add_parser("triggers", help="run the trigger golden set: confusion table and colliding phrases")
+    tr.add_argument("--library", default=str(a0.LIBRARY))
+    tr.add_argument("--cases", default=str(a0.ROOT / "fixtures" / "trigger_cases.json"))
+    tr.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo()
+    if args.command == "validate":
+        return validate(args.paths, args.json)
+    if args.command == "triggers":
+        return triggers(args.library, args.cases, args.json)
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 

@@ -63,8 +63,8 @@ def check_document(data: Any, path: str = "<memory>", use_jsonschema: bool = Fal
     schema_file = find_schema(path if path != "<memory>" else "")
     if schema_file is not None:
         for p in validate_document(data, load_schema(schema_file), use_jsonschema):
-            found.append(diag("schema", p.plan or "(library)", f"{p.path}: {p.message}",
-                              f"see the field in {PLAN_DOC}"))
+            rule = "pace_level" if p.path.endswith(".pace_level") else "schema"
+            found.append(diag(rule, p.plan or "(library)", f"{p.path}: {p.message}", f"see the field in {PLAN_DOC}"))
     compiled: dict[str, Plan] = {}
     reports: dict[str, int | None] = {}
     for plan_id, raw in raw_plans.items():

@@ -31,7 +31,7 @@ RULES: Mapping[str, tuple[str, str]] = {
     "edge_target_exists": (ERROR, "an edge names a node that does not exist"),
     "regex_invalid": (ERROR, "a regular expression does not compile"),
     "regex_unsafe": (ERROR, "a regular expression could backtrack catastrophically"),
-    "pace_level": (ERROR, "an escalate node names no valid PACE level"),
+    "pace_level": (ERROR, "an escalate node names no valid PACE level (primary, alternate, contingent, emergency)"),
     "start_node": (ERROR, "exactly one entry: at most one start node, and it is graph.start"),
     "start_no_incoming": (ERROR, "no edge leads back into the start node"),
     "terminal_node": (ERROR, "a graph needs at least one exit node"),

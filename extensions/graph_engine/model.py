@@ -237,7 +237,7 @@ def _compile_node(plan_id: str, nid: str, spec: Any, where: str) -> Node:
             f"use one of {', '.join(NODE_TYPES)}")
     pace = spec.get("pace_level", "contingent")
     _expect(pace in PACE_LEVELS, plan_id, f"{where}.pace_level", f"unknown PACE level {pace!r}",
-            f"use one of {', '.join(PACE_LEVELS)}")
+            f"use one of {', '.join(PACE_LEVELS)}", rule="pace_level")
     texts = {k: spec.get(k, "") for k in ("action", "tool", "tool_hint", "description", "reason")}
     for key, value in texts.items():
         _expect(isinstance(value, str), plan_id, f"{where}.{key}", "must be a string", "write text")

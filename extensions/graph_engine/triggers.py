@@ -16,6 +16,7 @@ from .matching import best_match, trigger_pattern
 from .model import Plan
 
 NONE = "(none)"
+REQUIRED_ACCURACY = 0.95
 
 
 @dataclass(frozen=True)
