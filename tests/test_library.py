@@ -60,3 +60,66 @@ def test_bundled_library_compiles_without_problems():
         last = plan.success_path[-1]
         forward = [e.dst for e in plan.out_edges[last] if e.condition in ("on_success", "always")]
         assert [plan.nodes[d].type for d in forward] == ["exit"], plan.id
+
+
+# ── inside Agent-Zero: reload while runs are in progress ────────────────────
+
+from graph_engine import adapter  # noqa: E402
+from scenario import exit_fail, exit_ok, fix_loop_plan, started, use_library  # noqa: E402
+
+
+def reload_now():
+    for rt in adapter._runtimes.values():
+        rt.library.recheck_seconds = 0
+
+
+def rewrite(path, plans):
+    st = path.stat()
+    path.write_text(json.dumps({"_meta": {"version": "2.0"}, "plans": plans}))
+    os.utime(path, ns=(st.st_mtime_ns + 10**9, st.st_mtime_ns + 10**9))
+    reload_now()
+
+
+def test_a_run_keeps_the_plan_version_it_started_with(monkeypatch, tmp_path):
+    path = use_library(monkeypatch, tmp_path, {"loop": fix_loop_plan()})
+    s = started("loop please")
+    version = s.state["plan_version"]
+    changed = fix_loop_plan()
+    changed["graph"]["nodes"]["test"]["verify"] = {"type": "output_contains", "value": "never printed"}
+    rewrite(path, {"loop": changed})
+    s.run_pass(exit_ok("fixed"))   # fix
+    s.run_pass(exit_ok())          # test, judged by the version the run started with
+    s.run_pass(exit_ok())
+    assert s.state is None and s.agent._htn_last_run["events"][-1]["type"] == "plan_completed"
+    assert s.agent._htn_last_run["plan_version"] == version
+    s.user("loop please")          # a new run uses the new version
+    s.run_pass(exit_ok())
+    assert s.state["plan_version"] != version
+
+
+def test_a_run_whose_plan_is_gone_ends_with_a_clear_message(monkeypatch, tmp_path):
+    path = use_library(monkeypatch, tmp_path, {"loop": fix_loop_plan()})
+    s = started("loop please")
+    rewrite(path, {"other": dict(fix_loop_plan(), triggers=["other words"])})
+    adapter._runtimes.clear()      # a restart: the old version is not known any more
+    s.run_pass(exit_fail())
+    assert s.state is None
+    assert ("[HTN] Workflow 'Loop' ended: plan 'loop' no longer in the library; start it again with a new "
+            "request once the library has it") in s.log.texts("warning")
+
+
+def test_a_plan_broken_by_an_edit_is_disabled_with_one_line_and_the_others_work(monkeypatch, tmp_path):
+    other = dict(fix_loop_plan(), name="Other", triggers=["other words"])
+    path = use_library(monkeypatch, tmp_path, {"loop": fix_loop_plan(), "other": other})
+    s = started("loop please")
+    broken = fix_loop_plan()
+    broken["graph"]["edges"] = [e for e in broken["graph"]["edges"] if e["condition"] != "on_exhaust"]
+    rewrite(path, {"loop": broken, "other": other})
+    for _ in range(3):
+        s.run_pass(exit_ok())
+    lines = [t for t in s.log.texts("warning") if "plan 'loop' is disabled" in t]
+    assert len(lines) == 1 and "[reachability] no path from the start node reaches it" in lines[0]
+    assert lines[0].endswith(f"(and 2 more: run graph-engine validate {path})")
+    s.user("other words please")
+    s.run_pass(exit_ok())
+    assert s.state["plan_id"] == "other"

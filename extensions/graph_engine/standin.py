@@ -20,7 +20,7 @@ import sys
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 EXT_DIR = Path(__file__).resolve().parent.parent
 ROOT = EXT_DIR.parent
@@ -236,7 +236,9 @@ class Session:
         self.monologue_open = True
         self._user_text = text
 
-    def run_pass(self, reply: Reply | None) -> PassRecord:
+    def run_pass(self, reply: Reply | Callable[[str, dict | None], Reply] | None) -> PassRecord:
+        """One pass.  ``reply`` may be a function of (the workflow text in the prompt, the state): a model
+        that reads its prompt before answering."""
         assert self.loop is not None and self.monologue_open, "call user() first"
         loop = self.loop
         loop.iteration += 1
@@ -250,6 +252,8 @@ class Session:
         if self.allowed_plans != "unset":
             self.agent.set_data("_org_htn_allowed_plans", self.allowed_plans)
         self._call(self.before_main, loop)
+        if callable(reply):
+            reply = reply(prompt_extras.get("htn_active_plan", ""), getattr(self.agent, "_htn_state", None))
         if reply is not None:
             self._model(loop, reply)
         state = getattr(self.agent, "_htn_state", None)
