@@ -1,0 +1,587 @@
+"""Install, upgrade, verify and uninstall the pack in an Agent-Zero tree (run by install_graph_engine.sh).
+
+Standard library only; run as a script (it is not installed into Agent-Zero).
+
+What it touches, and nothing else:
+* ``<ext root>/before_main_llm_call/_15_htn_plan_selector.py`` (replaces the linear selector),
+  ``htn_plan_library.json`` and ``plan_library.schema.json`` beside it;
+* ``<ext root>/message_loop_prompts_after/_75_graph_workflow_context.py``;
+* ``<ext root>/graph_engine/`` (the engine package; the loader in the two files finds it there);
+* ``<root>/usr/graph_engine/`` (install manifest and backups);
+* with ``--plugin``: ``<root>/usr/plugins/graph_workflow_engine/plugin.yaml``.
+
+``<ext root>`` is ``python/extensions`` on the old layout (v0.9.x) and ``usr/extensions/python`` (or the
+plugin's ``extensions/python``) on the new one.  Every file it replaces is copied to a new backup folder
+first; the manifest records what was installed (path, sha256) and what was replaced, so ``--uninstall``
+restores the originals byte for byte and removes only what this pack put there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parent.parent.parent  # the repository
+PACKAGE = SRC / "extensions" / "graph_engine"
+SELECTOR = "_15_htn_plan_selector.py"
+COMPANION = "_75_graph_workflow_context.py"
+LIBRARY = "htn_plan_library.json"
+SCHEMA = "plan_library.schema.json"
+PLUGIN = "graph_workflow_engine"
+DEV_ONLY = {"standin.py", "cli.py", "installer.py", "triggers.py"}  # not needed inside Agent-Zero
+STATE_DIR = Path("usr") / "graph_engine"
+MANIFEST = "install_manifest.json"
+FRAMEWORK_PYTHON = "/opt/venv-a0/bin/python"
+MARK = "Graph workflow engine"  # first line of this pack's extension files
+OPTIONAL = ("orjson", "jsonschema")
+
+
+class Refused(Exception):
+    """The tree is not one this installer may change; nothing was changed."""
+
+
+@dataclass
+class Layout:
+    name: str  # "old" | "new"
+    root: Path
+    ext_root: Path  # the folder that holds the hook folders
+    base_module: str  # where Extension is imported from
+    plugin_dir: Path | None = None
+
+    def rel(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
+
+
+@dataclass
+class Plan:
+    """Everything an install would do, computed before anything is changed."""
+
+    layout: Layout
+    files: dict[str, bytes]  # path relative to the root -> content
+    replace: list[str] = field(default_factory=list)  # existing files that are not ours (or an earlier ours)
+    move_out: list[str] = field(default_factory=list)  # other copies of the old selector that would compete
+    remove: list[str] = field(default_factory=list)  # files an earlier version of the pack installed, gone now
+    previous: dict | None = None
+
+
+def say(text: str = "") -> None:
+    print(text, flush=True)
+
+
+def act(label: str, text: str) -> None:
+    """One planned or performed action, labels aligned."""
+    say(f"{label + ':':<9}{text}")
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def file_sha(path: Path) -> str:
+    return sha256(path.read_bytes())
+
+
+# ── layout ──────────────────────────────────────────────────────────────────
+
+
+def detect(root: Path, plugin: bool) -> Layout:
+    if not root.is_dir():
+        raise Refused(f"{root} is not a folder; pass the Agent-Zero root with --a0-root DIR")
+    old = (root / "python" / "extensions").is_dir()
+    new = (root / "extensions" / "python").is_dir()
+    if old and new:
+        raise Refused(f"{root} has both python/extensions/ (v0.9.x) and extensions/python/ (v1.x); "
+                      "this does not look like one Agent-Zero tree, so nothing was changed")
+    if old:
+        if not (root / "python" / "helpers" / "extension.py").is_file():
+            raise Refused(f"{root}/python/extensions exists but python/helpers/extension.py does not; "
+                          "this does not look like Agent-Zero v0.9.x, so nothing was changed")
+        if plugin:
+            raise Refused("--plugin needs the v1.x layout (usr/plugins/); this tree is v0.9.x")
+        return Layout("old", root, root / "python" / "extensions", "python.helpers.extension")
+    if new:
+        if not (root / "helpers" / "extension.py").is_file():
+            raise Refused(f"{root}/extensions/python exists but helpers/extension.py does not; "
+                          "this does not look like Agent-Zero v1.x, so nothing was changed")
+        if plugin:
+            pdir = root / "usr" / "plugins" / PLUGIN
+            return Layout("new", root, pdir / "extensions" / "python", "helpers.extension", pdir)
+        return Layout("new", root, _new_ext_root(root), "helpers.extension")
+    raise Refused(f"no Agent-Zero found at {root}: neither python/extensions/before_main_llm_call/ (v0.9.x) "
+                  "nor extensions/python/ (v1.x); pass the right folder with --a0-root DIR")
+
+
+def _new_ext_root(root: Path) -> Path:
+    """Where the old selector lives among the user's code, else usr/extensions/python."""
+    user = root / "usr" / "extensions" / "python"
+    if (user / "before_main_llm_call" / SELECTOR).is_file():
+        return user
+    plugins = root / "usr" / "plugins"
+    for found in sorted(plugins.glob(f"*/extensions/python/before_main_llm_call/{SELECTOR}")):
+        return found.parent.parent
+    return user
+
+
+def competing_selectors(layout: Layout) -> list[Path]:
+    """Other user copies of _15_htn_plan_selector.py that would compete with ours by name."""
+    if layout.name == "old":
+        return []
+    ours = layout.ext_root / "before_main_llm_call" / SELECTOR
+    found = [layout.root / "usr" / "extensions" / "python" / "before_main_llm_call" / SELECTOR]
+    found += sorted((layout.root / "usr" / "plugins").glob(f"*/extensions/python/before_main_llm_call/{SELECTOR}"))
+    return [p for p in found if p.is_file() and p != ours]
+
+
+# ── what to install ─────────────────────────────────────────────────────────
+
+
+def payload(layout: Layout) -> dict[str, bytes]:
+    ext = layout.ext_root
+    files = {
+        ext / "before_main_llm_call" / SELECTOR: (SRC / "extensions" / "before_main_llm_call" / SELECTOR).read_bytes(),
+        ext / "before_main_llm_call" / LIBRARY: (SRC / "plan_library" / LIBRARY).read_bytes(),
+        ext / "before_main_llm_call" / SCHEMA: (SRC / "plan_library" / SCHEMA).read_bytes(),
+        ext / "message_loop_prompts_after" / COMPANION:
+            (SRC / "extensions" / "message_loop_prompts_after" / COMPANION).read_bytes(),
+    }
+    for py in sorted(PACKAGE.glob("*.py")):
+        if py.name not in DEV_ONLY:
+            files[ext / "graph_engine" / py.name] = py.read_bytes()
+    if layout.plugin_dir is not None:
+        files[layout.plugin_dir / "plugin.yaml"] = (
+            f"title: Graph Workflow Engine\ndescription: Multi-step requests as verified graph workflows "
+            f"(replaces the linear HTN plan selector).\nversion: {pack_version()}\n").encode()
+    return {layout.rel(p): data for p, data in files.items()}
+
+
+def pack_version() -> str:
+    for line in (PACKAGE / "__init__.py").read_text().splitlines():
+        if line.startswith("__version__"):
+            return line.split("=", 1)[1].strip().strip("\"'")
+    return "unknown"
+
+
+def read_manifest(root: Path) -> dict | None:
+    path = root / STATE_DIR / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise Refused(f"{path} is unreadable ({exc}); move it away or fix it, nothing was changed") from None
+    return data if isinstance(data, dict) else None
+
+
+def plan_install(layout: Layout) -> Plan:
+    files = payload(layout)
+    previous = read_manifest(layout.root)
+    plan = Plan(layout=layout, files=files, previous=previous)
+    ours_before = {e["path"]: e["sha256"] for e in (previous or {}).get("installed", [])}
+    for rel, data in files.items():
+        path = layout.root / rel
+        if path.exists() and not path.is_file():
+            raise Refused(f"{path} exists and is not a file; nothing was changed")
+        if path.is_file() and rel not in ours_before and file_sha(path) != sha256(data):
+            plan.replace.append(rel)
+    plan.move_out = [layout.rel(p) for p in competing_selectors(layout)]
+    plan.remove = [rel for rel in ours_before if rel not in files and (layout.root / rel).is_file()]
+    return plan
+
+
+def up_to_date(plan: Plan) -> bool:
+    root = plan.layout.root
+    if plan.previous is None or plan.move_out or plan.remove:
+        return False
+    return all((root / rel).is_file() and file_sha(root / rel) == sha256(data) for rel, data in plan.files.items())
+
+
+# ── checks before changing anything ─────────────────────────────────────────
+
+
+def writable_or_refuse(paths: list[Path]) -> None:
+    for path in paths:
+        probe = path
+        while not probe.exists():
+            probe = probe.parent
+        if not probe.is_dir():
+            raise Refused(f"cannot create {path}: {probe} is not a folder; nothing was changed")
+        if not os.access(probe, os.W_OK | os.X_OK):
+            raise Refused(f"{probe} is read-only for this user, so {path} cannot be written; "
+                          "run as the owner of the Agent-Zero tree (or root); nothing was changed")
+
+
+def touched_dirs(plan: Plan) -> list[Path]:
+    root = plan.layout.root
+    dirs = {(root / rel).parent for rel in [*plan.files, *plan.replace, *plan.move_out, *plan.remove]}
+    dirs.add(root / STATE_DIR)
+    return sorted(dirs)
+
+
+# ── doing it ────────────────────────────────────────────────────────────────
+
+
+def new_backup_dir(root: Path) -> Path:
+    base = root / STATE_DIR / "backups"
+    base.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    for n in range(1000):
+        candidate = base / (stamp if n == 0 else f"{stamp}-{n}")
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            continue
+    raise Refused(f"could not create a new backup folder under {base}")
+
+
+def install(plan: Plan, dry_run: bool) -> dict:
+    layout, root = plan.layout, plan.layout.root
+    verb = "would" if dry_run else "will"
+    backup_rel = None
+    to_backup = [*plan.replace, *plan.move_out, *plan.remove,
+                 *[r for r in plan.files if r not in plan.replace and (root / r).is_file()]]
+    if to_backup:
+        act("backup", f"{verb} copy {len(to_backup)} file(s) to {root / STATE_DIR / 'backups'}/<time>/")
+    created = []
+    for rel in plan.files:
+        parent = (root / rel).parent
+        while not parent.exists() and parent != root:
+            created.append(layout.rel(parent))
+            parent = parent.parent
+    for rel in sorted(set(created), key=len):
+        act("mkdir", f"{verb} create {rel}/")
+    for rel in plan.files:
+        what = "replace" if rel in plan.replace else ("update" if (root / rel).is_file() else "add")
+        act(what, f"{verb} write {rel}")
+    for rel in plan.move_out:
+        act("move", f"{verb} move {rel} into the backup (it would compete with the new selector by name)")
+    for rel in plan.remove:
+        act("remove", f"{verb} remove {rel} (installed by an earlier version of this pack)")
+    act("cache", f"{verb} clear __pycache__ entries of the files above")
+    if dry_run:
+        return {}
+    if to_backup:
+        backup = new_backup_dir(root)
+        backup_rel = layout.rel(backup)
+        for rel in to_backup:
+            dest = backup / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / rel, dest)
+    originals = list((plan.previous or {}).get("originals", []))
+    known = {o["path"] for o in originals}
+    for rel in [*plan.replace, *plan.move_out]:
+        if rel not in known:
+            originals.append({"path": rel, "sha256": file_sha(root / rel), "backup": f"{backup_rel}/{rel}"})
+    for rel, data in plan.files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".graph-engine-tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    for rel in [*plan.move_out, *plan.remove]:
+        (root / rel).unlink()
+    clear_caches(root, [*plan.files, *plan.move_out, *plan.remove])
+    manifest = {
+        "pack": "agent-zero-graph-engine", "version": pack_version(), "layout": layout.name,
+        "ext_root": layout.rel(layout.ext_root), "plugin": layout.rel(layout.plugin_dir) if layout.plugin_dir else None,
+        "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "installed": [{"path": rel, "sha256": sha256(data)} for rel, data in plan.files.items()],
+        "originals": originals,
+        "created_dirs": sorted(set(created) | set((plan.previous or {}).get("created_dirs", [])), key=len),
+        "backups": [*(plan.previous or {}).get("backups", []), *([backup_rel] if backup_rel else [])],
+    }
+    write_manifest(root, manifest, backup_rel)
+    manifest["_run"] = {"backup": backup_rel, "backed_up": to_backup, "created": sorted(set(created), key=len)}
+    return manifest
+
+
+def rollback(root: Path, manifest: dict, previous: dict | None) -> None:
+    """Undo one install run: put back every file it backed up, remove what it added, restore the manifest."""
+    run = manifest.pop("_run")
+    backed = set(run["backed_up"])
+    for e in manifest["installed"]:
+        if e["path"] not in backed and (root / e["path"]).is_file():
+            (root / e["path"]).unlink()
+    for rel in backed:
+        dest = root / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / run["backup"] / rel, dest)
+    clear_caches(root, [e["path"] for e in manifest["installed"]] + list(backed))
+    for rel in reversed(run["created"]):
+        folder = root / rel
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+    if previous is None:
+        (root / STATE_DIR / MANIFEST).unlink()
+    else:
+        write_manifest(root, previous, None)
+    say(f"rolled back: the tree is as before this run (copies in {root / run['backup']})")
+
+
+def write_manifest(root: Path, manifest: dict, backup_rel: str | None) -> None:
+    blob = json.dumps(manifest, indent=2).encode() + b"\n"
+    path = root / STATE_DIR / MANIFEST
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(blob)
+    if backup_rel:
+        (root / backup_rel / MANIFEST).write_bytes(blob)
+
+
+def clear_caches(root: Path, rels: list[str]) -> None:
+    """Remove compiled files of the modules this run changed (other modules' caches stay)."""
+    for rel in rels:
+        path = root / rel
+        cache = path.parent / "__pycache__"
+        if path.suffix != ".py" or not cache.is_dir():
+            continue
+        for entry in cache.glob(f"{path.stem}.*.pyc"):
+            entry.unlink()
+        if path.parent.name == "graph_engine" and not any(cache.iterdir()):
+            cache.rmdir()
+
+
+def uninstall(root: Path, dry_run: bool) -> int:
+    manifest = read_manifest(root)
+    if manifest is None:
+        raise Refused(f"no install manifest at {root / STATE_DIR / MANIFEST}: this pack is not installed here "
+                      "(or was installed by hand); nothing was changed")
+    verb = "would" if dry_run else "will"
+    changed_by_user = [e["path"] for e in manifest["installed"]
+                       if (root / e["path"]).is_file() and file_sha(root / e["path"]) != e["sha256"]]
+    for e in manifest["installed"]:
+        note = " (edited since install: a copy goes to the backup folder first)" if e["path"] in changed_by_user else ""
+        act("remove", f"{verb} remove {e['path']}{note}")
+    for o in manifest["originals"]:
+        act("restore", f"{verb} restore {o['path']} from {o['backup']}")
+    missing = [o for o in manifest["originals"] if not (root / o["backup"]).is_file()]
+    if missing:
+        raise Refused(f"backup file {root / missing[0]['backup']} is missing, so {missing[0]['path']} cannot be "
+                      "restored; nothing was changed")
+    writable_or_refuse(sorted({(root / e["path"]).parent for e in manifest["installed"]}))
+    if dry_run:
+        return 0
+    if changed_by_user:
+        keep = new_backup_dir(root)
+        for rel in changed_by_user:
+            (keep / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / rel, keep / rel)
+        say(f"kept your edited copies in {keep}")
+    for e in manifest["installed"]:
+        path = root / e["path"]
+        if path.is_file():
+            path.unlink()
+    for o in manifest["originals"]:
+        dest = root / o["path"]
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / o["backup"], dest)
+        if file_sha(dest) != o["sha256"]:
+            raise Refused(f"restored {dest} does not match its recorded sha256; the backup is in {o['backup']}")
+    clear_caches(root, [e["path"] for e in manifest["installed"]] + [o["path"] for o in manifest["originals"]])
+    for rel in sorted(manifest.get("created_dirs", []), key=len, reverse=True):
+        folder = root / rel
+        cache = folder / "__pycache__"
+        if cache.is_dir() and not any(cache.iterdir()):
+            cache.rmdir()
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+    done = root / STATE_DIR / f"{MANIFEST}.uninstalled-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+    os.replace(root / STATE_DIR / MANIFEST, done)
+    say(f"uninstalled: {len(manifest['installed'])} file(s) removed, {len(manifest['originals'])} restored; "
+        f"backups kept in {root / STATE_DIR / 'backups'}")
+    return 0
+
+
+# ── verification, in the framework's Python ─────────────────────────────────
+
+VERIFY = r"""
+import importlib, importlib.util, json, os, sys
+root, base, files, library = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
+os.chdir(root)
+sys.path.insert(0, root)
+out = {"python": sys.executable, "files": {}, "optional": {}}
+Extension = importlib.import_module(base).Extension
+for i, path in enumerate(files):
+    spec = importlib.util.spec_from_file_location(f"graph_engine_check_{i}", path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+        found = sorted(n for n, v in vars(module).items()
+                       if isinstance(v, type) and issubclass(v, Extension) and v is not Extension)
+        out["files"][path] = {"classes": found}
+        if found:
+            module._load_engine()
+    except Exception as exc:
+        out["files"][path] = {"error": f"{type(exc).__name__}: {exc}"}
+try:
+    lib = sys.modules["graph_engine.library"].load_library_file(library)
+    out["library"] = {"plans": len(lib.plans), "problems": list(lib.problems)}
+except Exception as exc:
+    out["library"] = {"error": f"{type(exc).__name__}: {exc}"}
+for name in ("orjson", "jsonschema"):
+    try:
+        importlib.import_module(name)
+        out["optional"][name] = True
+    except ImportError:
+        out["optional"][name] = False
+print(json.dumps(out))
+"""
+
+
+def framework_python(explicit: str | None) -> str:
+    if explicit:
+        return explicit
+    return FRAMEWORK_PYTHON if os.access(FRAMEWORK_PYTHON, os.X_OK) else sys.executable
+
+
+def verify(layout: Layout, python: str) -> tuple[bool, dict]:
+    ext = layout.ext_root
+    files = [str(ext / "before_main_llm_call" / SELECTOR), str(ext / "message_loop_prompts_after" / COMPANION)]
+    library = str(ext / "before_main_llm_call" / LIBRARY)
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    env.pop("GRAPH_ENGINE_LIBRARY", None)
+    env.pop("GRAPH_ENGINE_HOME", None)
+    try:
+        proc = subprocess.run([python, "-B", "-c", VERIFY, str(layout.root), layout.base_module, json.dumps(files),
+                               library], capture_output=True, text=True, timeout=120, env=env)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, {"error": f"could not run {python}: {exc}"}
+    try:
+        report = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        return False, {"error": f"{python} could not import the base class {layout.base_module}: {tail[0]}"}
+    good = all(r.get("classes") is not None and len(r["classes"]) == 1 for r in report["files"].values())
+    good = good and "error" not in report["library"] and report["library"]["plans"] > 0 \
+        and not [p for p in report["library"]["problems"] if "disabled" in p]
+    return good, report
+
+
+def print_verification(report: dict) -> None:
+    if "error" in report:
+        say(f"verify: {report['error']}")
+        return
+    say(f"verify: with {report['python']}")
+    for path, r in report["files"].items():
+        if "error" in r:
+            say(f"  FAIL {path}: {r['error']}")
+        else:
+            n = len(r["classes"])
+            say(f"  {'ok  ' if n == 1 else 'FAIL'} {path}: {n} Extension subclass(es) {r['classes']}")
+    lib = report["library"]
+    if "error" in lib:
+        say(f"  FAIL library: {lib['error']}")
+    else:
+        say(f"  {'ok  ' if not lib['problems'] else 'warn'} library: {lib['plans']} plan(s) load"
+            + (f"; {len(lib['problems'])} problem line(s): {lib['problems'][0]}" if lib["problems"] else ""))
+    for name, present in report["optional"].items():
+        say(f"  optional package {name}: {'present' if present else 'absent (the engine works without it)'}")
+
+
+def install_optional(python: str) -> int:
+    say(f"pip: installing {' '.join(OPTIONAL)} into {python}")
+    return subprocess.call([python, "-m", "pip", "install", "--quiet", *OPTIONAL])
+
+
+# ── entry point ─────────────────────────────────────────────────────────────
+
+
+def confirm(question: str, yes: bool) -> None:
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise Refused("no terminal to ask for confirmation on; add --yes to go ahead (or --dry-run to look first)")
+    if input(f"{question} [y/N] ").strip().lower() not in ("y", "yes"):
+        raise Refused("not confirmed; nothing was changed")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="install_graph_engine.sh", description=__doc__.splitlines()[0])
+    ap.add_argument("--a0-root", default="/a0", help="Agent-Zero root folder (default /a0)")
+    ap.add_argument("--dry-run", action="store_true", help="print every action and change nothing")
+    ap.add_argument("--uninstall", action="store_true", help="restore the replaced files and remove this pack")
+    ap.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    ap.add_argument("--plugin", action="store_true", help=f"v1.x: install as the plugin usr/plugins/{PLUGIN}")
+    ap.add_argument("--with-optional", action="store_true",
+                    help="pip-install orjson and jsonschema into the framework's Python")
+    ap.add_argument("--python", help=f"the framework's Python (default {FRAMEWORK_PYTHON} when present)")
+    ap.add_argument("--check", action="store_true",
+                    help="only report whether this version is installed and intact (exit 0 yes, 1 no)")
+    args = ap.parse_args(argv)
+    root = Path(args.a0_root).resolve()
+    try:
+        if args.check:
+            return check(root, args.plugin)
+        if args.uninstall:
+            confirm(f"Uninstall the graph workflow engine from {root}?", args.yes or args.dry_run)
+            return uninstall(root, args.dry_run)
+        return run_install(root, args)
+    except Refused as exc:
+        say(f"refused: {exc}")
+        return 2
+
+
+def check(root: Path, plugin: bool) -> int:
+    layout = detect(root, plugin)
+    plan = plan_install(layout)
+    if up_to_date(plan):
+        say(f"installed: version {plan.previous.get('version')} at {layout.rel(layout.ext_root)}/, every file intact")
+        return 0
+    if plan.previous is None:
+        say(f"not installed at {root}")
+    else:
+        changed = [rel for rel, data in plan.files.items()
+                   if not (root / rel).is_file() or file_sha(root / rel) != sha256(data)]
+        say(f"installed version {plan.previous.get('version')} differs from this pack ({pack_version()}): "
+            f"{len(changed)} file(s) to update, e.g. {changed[0] if changed else '-'}")
+    return 1
+
+
+def run_install(root: Path, args: argparse.Namespace) -> int:
+    layout = detect(root, args.plugin)
+    python = framework_python(args.python)
+    say(f"Agent-Zero at {root}: {'v0.9.x' if layout.name == 'old' else 'v1.x'} layout; "
+        f"installing into {layout.rel(layout.ext_root)}/")
+    plan = plan_install(layout)
+    if up_to_date(plan):
+        say(f"already installed: version {plan.previous.get('version')} at {layout.rel(layout.ext_root)}/, "
+            "every file matches its manifest entry; nothing was changed")
+        ok, report = verify(layout, python) if not args.dry_run else (True, {})
+        if report:
+            print_verification(report)
+        return 0 if ok else 1
+    if plan.previous:
+        say(f"upgrade: from version {plan.previous.get('version')} to {pack_version()}")
+    writable_or_refuse(touched_dirs(plan))
+    if args.dry_run:
+        install(plan, dry_run=True)
+        say("dry run: nothing was changed")
+        return 0
+    confirm(f"Install the graph workflow engine into {root}?", args.yes)
+    manifest = install(plan, dry_run=False)
+    ok, report = verify(layout, python)
+    print_verification(report)
+    if not ok:
+        say("verification failed: rolling back")
+        rollback(root, manifest, plan.previous)
+        return 1
+    manifest.pop("_run")
+    if args.with_optional and install_optional(python) != 0:
+        say("pip failed: the engine works without the optional packages")
+    say(f"installed: {len(manifest['installed'])} file(s); replaced {len(plan.replace) + len(plan.move_out)}; "
+        f"manifest {root / STATE_DIR / MANIFEST}")
+    say("live check: send a chat message such as 'fix the bug in /tmp/test.py'; the log shows "
+        "'[HTN] Graph plan activated: Bug Fix Workflow'. Restart Agent-Zero first if it is running "
+        "(extension classes are cached for the life of the process).")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
