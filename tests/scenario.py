@@ -6,6 +6,9 @@ from typing import Any
 
 from graph_engine.standin import FIXTURES, Reply, Session, cmd
 
+OUTPUTS = json.loads((FIXTURES / "check_outputs.json").read_text())["cases"]
+TRIGGER_CASES = json.loads((FIXTURES / "trigger_cases.json").read_text())["cases"]
+
 LEGACY = FIXTURES / "legacy_linear_htn_plan_library.json"
 BUG_MESSAGE = "fix the bug in /tmp/test.py"
 
@@ -74,3 +77,32 @@ def fix_loop_plan(max_retries: int = 2) -> dict:
             ],
         },
     }
+
+
+def message_for(plan: str) -> str:
+    """A golden-set message that starts the plan."""
+    return next(c["message"] for c in TRIGGER_CASES if c["expect"] == plan)
+
+
+class FixtureModel:
+    """A scripted model that answers each step it is shown with a realistic output from the check fixtures.
+
+    ``failures[node]`` = how many visits of that node get a failing output first."""
+
+    def __init__(self, plan: str, failures: dict[str, int] | None = None) -> None:
+        self.plan = plan
+        self.failures = dict(failures or {})
+        self.failed: dict[str, int] = {}
+
+    def __call__(self, _prompt: str, state: dict | None) -> Reply:
+        if state is None or state.get("status") != "active":
+            return Reply(final="Done.")
+        node = state["current_node"]
+        fail = self.failed.get(node, 0) < self.failures.get(node, 0)
+        if fail:
+            self.failed[node] = self.failed.get(node, 0) + 1
+        want = "fail" if fail else "pass"
+        case = next(c for c in OUTPUTS if c["plan"] == self.plan and c["node"] == node and c["expect"] == want)
+        if case["command"] == "(response tool)":
+            return Reply(final=case["output"])
+        return cmd(case["command"], case["output"])

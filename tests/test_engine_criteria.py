@@ -133,7 +133,10 @@ def test_loop_budget_is_not_reset_when_the_loop_reenters(monkeypatch, tmp_path):
     edit = cmd("edit", "edited")
     drive(s, [edit, exit_fail(), edit, exit_fail(), edit, exit_fail(), Reply(final="x")])
     assert [v for v in verdicts(s) if v[0] == "test"] == [("test", "fail")] * 3
-    assert events(s, "plan_escalated") and s.state is None
+    assert events(s, "plan_escalated") and s.state["status"] == "escalated"  # readable for the rest of the pass
+    s.user("ok")
+    s.run_pass(Reply(final="ok"))
+    assert s.state is None
 
 
 # (5) escalation: PACE, SALUTE, told why ─────────────────────────────────────
@@ -182,7 +185,7 @@ def test_no_salute_without_an_active_org(tmp_path):
     s = started()
     _escalate_bugfix(s)
     assert s.agent._org_pace_level == "contingent"
-    assert not (tmp_path / "a0").exists()
+    assert not (tmp_path / "a0" / "usr" / "organizations").exists()
 
 
 # (6) success path to exit ───────────────────────────────────────────────────

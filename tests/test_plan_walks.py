@@ -5,42 +5,22 @@ The scripted model answers each step with a realistic output from fixtures/check
 the plans' real checks and the same code path as Agent-Zero.
 """
 
-import json
-
 import pytest
+from scenario import FixtureModel, message_for
 
-from graph_engine.standin import FIXTURES, Reply, Session, cmd
-
-OUTPUTS = json.loads((FIXTURES / "check_outputs.json").read_text())["cases"]
-TRIGGERS = json.loads((FIXTURES / "trigger_cases.json").read_text())["cases"]
-
-
-def sample(plan: str, node: str, want: str) -> dict:
-    return next(c for c in OUTPUTS if c["plan"] == plan and c["node"] == node and c["expect"] == want)
+from graph_engine.standin import Session, cmd
 
 
 def walk(plan: str, failures: dict[str, int]) -> tuple[list[tuple[str, str]], dict]:
     """Run the plan; node N fails its first failures[N] visits' checks. Returns (verdicts, final event)."""
-    message = next(c["message"] for c in TRIGGERS if c["expect"] == plan)
+    message = message_for(plan)
     s = Session()
     s.user(message)
     s.run_pass(cmd("pwd", "/root"))  # the call of pass 0 was not shown the plan
     assert s.state and s.state["plan_id"] == plan, message
-    failed: dict[str, int] = {}
-
-    def model(_prompt: str, state: dict | None) -> Reply:
-        if state is None:
-            return Reply(final="Done.")
-        node = state["current_node"]
-        fail = failed.get(node, 0) < failures.get(node, 0)
-        if fail:
-            failed[node] = failed.get(node, 0) + 1
-        case = sample(plan, node, "fail" if fail else "pass")
-        return Reply(final=case["output"]) if case["command"] == "(response tool)" else cmd(case["command"],
-                                                                                           case["output"])
-
+    model = FixtureModel(plan, failures)
     for _ in range(80):
-        if s.state is None:
+        if s.state is None or s.state["status"] != "active":
             break
         if not s.monologue_open:  # a response ended the monologue: it is judged when the user writes again
             s.user("thanks")

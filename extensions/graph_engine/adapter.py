@@ -14,12 +14,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import engine
+from . import engine, render
+from .audit import AuditLog, runs_dir
 from .history import CallOutput, newest_call_output, reply_before_user_message, user_words
 from .library import LibraryCache
 from .model import Plan
 from .salute import build_report, write_report
-from .state import is_legacy_linear, migrate_legacy, problem_with
+from .state import DATA_KEY, emit, is_legacy_linear, migrate_legacy, problem_with, upgrade
 
 CONTEXT_KEY = "htn_active_plan"
 STATE_ATTR = "_htn_state"
@@ -37,6 +38,7 @@ class Runtime:
         self.library = LibraryCache(library_path)
         self.a0_root = a0_root
         self.logged_once: set[str] = set()
+        self.audit = AuditLog(runs_dir(a0_root))
 
     @property
     def org_dir(self) -> str:
@@ -93,10 +95,18 @@ def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
     for line in problems:
         _log_once(rt, agent, "warning", f"[HTN] {line}")
     raw_state = getattr(agent, STATE_ATTR, None)
+    restored = False
+    if raw_state is None:
+        raw_state = _saved_state(agent)
+        restored = raw_state is not None
     if library is None and raw_state is None:
         return
     obs = observe(agent, loop_data, hook, raw_state)
+    if _ended_this_pass(raw_state, obs):
+        return  # an escalated run stays readable for the rest of the pass in which it ended
     state = _usable_state(rt, agent, raw_state, obs)
+    if state is not None and restored:
+        state = _resume(rt, agent, state)
     plans = library.plans.values() if library is not None else ()
     new_state, fx = engine.step(plans, rt.lookup, state, obs)
     _apply(rt, agent, loop_data, new_state, fx)
@@ -121,7 +131,48 @@ def observe(agent: Any, loop_data: Any, hook: str, state: Any = None) -> engine.
         allowed_plans=_allowed_plans(agent),
         output=_full_output(output),
         global_turn=_global_turn(agent, (monologue, iteration)),
+        pace_level=_pace_at_pass_start(agent, (monologue, iteration)),
     )
+
+
+def _saved_state(agent: Any) -> Any:
+    """The state Agent-Zero restored with the chat, when the attribute was lost (restart, chat reload)."""
+    try:
+        saved = agent.get_data(DATA_KEY)
+    except Exception:  # noqa: BLE001 - an agent without data has nothing saved
+        return None
+    if isinstance(saved, dict) and saved.get("status", "active") != "active":
+        return None
+    return saved
+
+
+def _resume(rt: Runtime, agent: Any, state: dict) -> dict | None:
+    plan = rt.lookup(state["plan_id"], state.get("plan_version", ""))
+    if plan is None or state["current_node"] not in plan.nodes:
+        return state  # the engine ends it with a clear message
+    emit(state, "run_resumed", node=state["current_node"], turn_saved=state.get("turn", 0))
+    state["notice"] = render.resumed_notice(state, plan)
+    state["notice_turn"] = state.get("turn", 0) + 1
+    _log(agent, "info", f"[HTN] Workflow '{state.get('plan_name', plan.name)}' resumed at "
+                        f"'{plan.nodes[state['current_node']].name}' after a restart or chat reload "
+                        f"(turn {state.get('turn', 0)}, retry counts kept)")
+    return state
+
+
+def _ended_this_pass(state: Any, obs: engine.Observation) -> bool:
+    return (isinstance(state, dict) and state.get("status") == "escalated"
+            and state.get("last_pass") == obs.pass_key)
+
+
+def _pace_at_pass_start(agent: Any, key: tuple[str, int]) -> str:
+    """The PACE level as the first hook of this pass read it (the dispatcher may recompute it mid-pass)."""
+    seen = getattr(agent, "_graph_engine_pace", None)
+    if isinstance(seen, list) and len(seen) == 2 and seen[0] == key:
+        return seen[1]
+    level = getattr(agent, PACE_ATTR, "")
+    level = level if isinstance(level, str) else ""
+    setattr(agent, "_graph_engine_pace", [key, level])
+    return level
 
 
 def _pass_already_seen(state: Any, pass_key: str) -> bool:
@@ -188,7 +239,10 @@ def _usable_state(rt: Runtime, agent: Any, raw: Any, obs: engine.Observation) ->
         return _migrate(rt, agent, raw, obs)
     problem = problem_with(raw)
     if not problem:
-        return raw
+        if raw.get("status", "active") != "active":
+            _clear_state(agent)  # a run that ended in an earlier pass
+            return None
+        return upgrade(raw)
     excerpt = _excerpt(raw)
     _log(agent, "warning", f"[HTN] Ignored an unusable {STATE_ATTR} ({problem}): {excerpt}; it was kept in "
                            f"agent._htn_state_rejected and no workflow is active")
@@ -229,10 +283,15 @@ def _apply(rt: Runtime, agent: Any, loop_data: Any, state: dict | None, fx: engi
         _log(agent, level, text)
     if fx.final_state is not None:
         setattr(agent, "_htn_last_run", fx.final_state)
+        _audit(rt, agent, fx.final_state)
     if state is None:
         _clear_state(agent)
+        if fx.ended == "escalated" and fx.final_state is not None:
+            setattr(agent, STATE_ATTR, fx.final_state)  # the supervisor reads the escalation on this pass
     else:
         setattr(agent, STATE_ATTR, state)
+        _audit(rt, agent, state)
+    _save(agent, state)
     if fx.pace_level:
         setattr(agent, PACE_ATTR, fx.pace_level)
     if fx.report is not None:
@@ -245,17 +304,41 @@ def _apply(rt: Runtime, agent: Any, loop_data: Any, state: dict | None, fx: engi
 def _clear_state(agent: Any) -> None:
     if getattr(agent, STATE_ATTR, None) is not None:
         setattr(agent, STATE_ATTR, None)
+    _save(agent, None)
+
+
+def _save(agent: Any, state: dict | None) -> None:
+    """Keep the live state in the agent's data: Agent-Zero writes it to chat.json every pass."""
+    try:
+        if state is not None or agent.get_data(DATA_KEY) is not None:
+            agent.set_data(DATA_KEY, state)
+    except Exception:  # noqa: BLE001 - an agent without data cannot persist; the run still works in memory
+        pass
+
+
+def _audit(rt: Runtime, agent: Any, state: dict) -> None:
+    chat = str(getattr(getattr(agent, "context", None), "id", "") or "no-chat")
+    try:
+        rt.audit.append(state, chat, int(getattr(agent, "number", 0) or 0))
+    except OSError as exc:
+        _log_once(rt, agent, "warning", f"[HTN] Audit log not written to {rt.audit.root} ({exc.strerror or exc}); "
+                                        "the workflow continues and the lines are written once the folder is "
+                                        "writable", key=f"audit:{rt.audit.root}")
 
 
 def _report(rt: Runtime, agent: Any, request: dict) -> None:
-    """An immediate SALUTE report, when the org kernel is active."""
+    """An immediate SALUTE report, when the org kernel is active and the role's doctrine asks for it."""
     if not os.path.isfile(os.path.join(rt.org_dir, "active.json")):
         return
     role = getattr(agent, "_org_active_role", None)
     role = role if isinstance(role, dict) else {}
+    doctrine = role.get("doctrine") if isinstance(role.get("doctrine"), dict) else {}
+    if doctrine.get(f"report_on_{request.get('on', 'failure')}", True) is False:
+        return
     org = getattr(agent, "_org_active", None)
     org = org if isinstance(org, dict) else {}
-    report = build_report(state=request["state"], pace_level=request["pace_level"], role=role, org=org,
+    level = request.get("pace_level") or getattr(agent, PACE_ATTR, "") or "primary"
+    report = build_report(state=request["state"], pace_level=level, role=role, org=org,
                           agent_number=int(getattr(agent, "number", 0) or 0), bst_domain=_bst_domain(agent),
                           now=datetime.now(timezone.utc), status_state=request.get("status_state", ""))
     try:

@@ -4,7 +4,8 @@
 stand-in (the same one the tests use), with the bundled plan library and both
 extension files loaded the way Agent-Zero loads them, and prints each pass.
 ``graph-engine validate PATH...`` checks library files (schema + lint);
-``graph-engine triggers`` runs the trigger golden set.
+``graph-engine triggers`` runs the trigger golden set;
+``graph-engine explain RUN_OR_STATE`` says why each edge of a run was taken.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ import os
 import sys
 import tempfile
 import textwrap
+from pathlib import Path
 from typing import Sequence
 
 from . import standin as a0
 from . import triggers as trig
+from .explain import explain, format_steps, load_events
 from .library import check_document, parse_json
 from .lint import Diagnostic, diag
 from .schema import jsonschema_available
@@ -74,38 +77,58 @@ def _describe(event: dict) -> str | None:
 def demo(out=None) -> int:
     out = out or sys.stdout
     with tempfile.TemporaryDirectory() as workdir:
-        message, replies = _demo_script(workdir)
-        session = Session()
-        out.write(f"Library: {a0.LIBRARY}\nUser: {message}\n")
-        session.user(message)
-        seq = 0
-        for reply in replies:
-            record = session.run_pass(reply)
-            shown = record.prompt_extras.get("htn_active_plan", "")
-            out.write(f"\n── pass {record.iteration} " + "─" * 60 + "\n")
-            for event in _events_since(session, seq):  # judged at this pass, before and after the call
-                line = _describe(event)
-                if line:
-                    out.write(line + "\n")
-                seq = max(seq, event.get("seq", 0))
-            first = shown.splitlines()[0] if shown else "(no workflow context in this call's prompt)"
-            out.write(f"prompt   {first}\n")
-            if shown and "Current step:" in shown:
-                current = next(line for line in shown.splitlines() if line.startswith("Current step:"))
-                out.write(f"shown    {current}\n")
-            out.write(f"model    {_reply_summary(reply)}\n")
-            if not session.monologue_open:
-                break
-        final = getattr(session.agent, "_htn_last_run", None) or {}
-        out.write("\nLog lines written to the Agent-Zero UI:\n")
-        for entry in session.log.entries:
-            out.write(f"  [{entry['type']}] {entry['content']}\n")
-        injected = session.records[-1].prompt_extras.get("htn_active_plan", "")
-        out.write("\nText injected into the final call's prompt:\n" + textwrap.indent(injected, "  ") + "\n")
-        done = [e for e in final.get("events", []) if e["type"] == "plan_completed"]
-        out.write(f"\nResult: {'workflow completed' if done else 'workflow did not complete'}; "
-                  f"{len(final.get('events', []))} events, path length {final.get('path_len', 0)}\n")
-        return 0 if done else 1
+        saved_root = os.environ.get("A0_ROOT")
+        os.environ["A0_ROOT"] = os.path.join(workdir, "a0")  # audit log and reports go to the throwaway tree
+        try:
+            return _demo(workdir, out)
+        finally:
+            if saved_root is None:
+                os.environ.pop("A0_ROOT", None)
+            else:
+                os.environ["A0_ROOT"] = saved_root
+
+
+def _demo(workdir: str, out) -> int:
+    message, replies = _demo_script(workdir)
+    session = Session()
+    out.write(f"Library: {a0.LIBRARY}\nUser: {message}\n")
+    session.user(message)
+    seq = 0
+    for reply in replies:
+        record = session.run_pass(reply)
+        shown = record.prompt_extras.get("htn_active_plan", "")
+        out.write(f"\n── pass {record.iteration} " + "─" * 60 + "\n")
+        for event in _events_since(session, seq):  # judged at this pass, before and after the call
+            line = _describe(event)
+            if line:
+                out.write(line + "\n")
+            seq = max(seq, event.get("seq", 0))
+        first = shown.splitlines()[0] if shown else "(no workflow context in this call's prompt)"
+        out.write(f"prompt   {first}\n")
+        if shown and "Current step:" in shown:
+            current = next(line for line in shown.splitlines() if line.startswith("Current step:"))
+            out.write(f"shown    {current}\n")
+        out.write(f"model    {_reply_summary(reply)}\n")
+        if not session.monologue_open:
+            break
+    final = getattr(session.agent, "_htn_last_run", None) or {}
+    out.write("\nLog lines written to the Agent-Zero UI:\n")
+    for entry in session.log.entries:
+        out.write(f"  [{entry['type']}] {entry['content']}\n")
+    injected = session.records[-1].prompt_extras.get("htn_active_plan", "")
+    out.write("\nText injected into the final call's prompt:\n" + textwrap.indent(injected, "  ") + "\n")
+    runs = sorted(Path(workdir, "a0").rglob("*.jsonl"))
+    for run in runs:
+        lines = list(load_events(str(run))[0])
+        out.write(f"\nAudit log: {len(lines)} lines in {run.relative_to(workdir)}; "
+                  "`graph-engine explain` on it says:\n")
+        events, facts = load_events(str(run))
+        lib = check_document(parse_json(a0.LIBRARY.read_bytes()), str(a0.LIBRARY))
+        out.write(textwrap.indent(format_steps(explain(lib.get(facts["plan"]), events), facts), "  ") + "\n")
+    done = [e for e in final.get("events", []) if e["type"] == "plan_completed"]
+    out.write(f"\nResult: {'workflow completed' if done else 'workflow did not complete'}; "
+              f"{len(final.get('events', []))} events, path length {final.get('path_len', 0)}\n")
+    return 0 if done else 1
 
 
 def _reply_summary(reply: Reply) -> str:
@@ -167,6 +190,30 @@ def triggers(library: str, cases: str, as_json: bool, out=None) -> int:
     return 0 if rep["accuracy"] >= trig.REQUIRED_ACCURACY and not rep["negatives_activated"] else 1
 
 
+def explain_run(path: str, library: str, as_json: bool, out=None) -> int:
+    out = out or sys.stdout
+    try:
+        events, facts = load_events(path)
+    except (OSError, ValueError) as exc:
+        out.write(f"explain: cannot read {path}: {exc}\n")
+        return 2
+    with open(library, "rb") as fh:
+        lib = check_document(parse_json(fh.read()), library)
+    plan = lib.get(facts["plan"])
+    note = ""
+    if plan is None:
+        note = f"plan '{facts['plan']}' is not in {library}: edges are listed as taken, without candidates"
+    elif facts["version"] and plan.version != facts["version"]:
+        note = (f"note: the run used plan version {facts['version']}, {library} has {plan.version}; "
+                "candidates are read from the current version")
+    steps = explain(plan, events)
+    if as_json:
+        out.write(json.dumps({"run": facts, "note": note, "steps": steps}, indent=2) + "\n")
+    else:
+        out.write(format_steps(steps, facts, note) + "\n")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="graph-engine", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -178,7 +225,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     tr.add_argument("--library", default=str(a0.LIBRARY))
     tr.add_argument("--cases", default=str(a0.ROOT / "fixtures" / "trigger_cases.json"))
     tr.add_argument("--json", action="store_true")
+    ex = sub.add_parser("explain", help="why each edge of a run was taken (audit log .jsonl or saved state .json)")
+    ex.add_argument("run", metavar="RUN_OR_STATE")
+    ex.add_argument("--library", default=str(a0.LIBRARY))
+    ex.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    if args.command == "explain":
+        return explain_run(args.run, args.library, args.json)
     if args.command == "demo":
         return demo()
     if args.command == "validate":

@@ -32,6 +32,7 @@ staleness and the turn ceiling -> render the context.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
@@ -59,6 +60,7 @@ class Observation:
     allowed_plans: Sequence[str] | None = None
     output: CallOutput | None = None  # what the previous LLM call produced
     global_turn: int = 0
+    pace_level: str = ""  # the org kernel's PACE level as read at the start of this pass
 
     @property
     def pass_key(self) -> str:
@@ -115,13 +117,14 @@ def step(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any] | None
     if run is None:
         return None, fx
     if fx.notice:
-        run.state["notice"] = fx.notice
-    fx.context = render.context(run.plan, run.state)
+        run.state["notice"], run.state["notice_turn"] = fx.notice, 1
+    _hold_on_emergency(run, obs)
+    fx.context = render.hold(run.plan, run.state) if run.state.get("held") else render.context(run.plan, run.state)
     if run.state.get("notice"):
-        if run.state["turn"] <= 1:  # until the new run's first call has seen it
+        if run.state["turn"] <= run.state.get("notice_turn", 1):  # until the first call after it has seen it
             fx.context = run.state["notice"] + "\n\n" + fx.context
         else:
-            del run.state["notice"]
+            run.state["notice"] = ""
     target = obs.pass_key if obs.hook == PROMPTS_AFTER else obs.next_pass_key
     record_shown(run.state, target, run.state["current_node"])
     return run.state, fx
@@ -161,6 +164,19 @@ def _tick(run: Run, obs: Observation) -> str:
     return previous if previous.split(":", 1)[0] != obs.monologue else ""
 
 
+def _hold_on_emergency(run: Run, obs: Observation) -> None:
+    """PACE emergency: stop telling the model to execute steps; tell it to stop and report instead."""
+    s = run.state
+    if obs.pace_level == "emergency" and not s.get("held"):
+        s["held"] = True
+        emit(s, "emergency_hold", node=s["current_node"])
+        run.fx.log("warning", f"[HTN] Workflow '{run.plan.name}' on hold: PACE level is emergency; "
+                              "the model is told to stop and report")
+    elif obs.pace_level != "emergency" and s.get("held") and obs.pace_level:
+        s["held"] = False
+        emit(s, "emergency_released", node=s["current_node"], pace_level=obs.pace_level)
+
+
 def _finish(run: Run, how: str, context: str) -> None:
     run.fx.ended = how
     run.fx.context = context
@@ -188,20 +204,22 @@ def _judge(run: Run, obs: Observation, key: str) -> None:
              reason="unknown tool" if out.not_found else f"step expects tool {node.tool}")
         return
     verdict = check(node.verify, Evidence(tool=out.tool, text=out.text, reply=out.reply, truncated=out.truncated))
+    digest = hashlib.sha256((out.text + "\0" + out.reply).encode("utf-8", "surrogatepass")).hexdigest()
     if run.plan.mode == "linear":
-        _linear_verdict(run, node, verdict)
+        _linear_verdict(run, node, verdict, digest)
     else:
-        _graph_verdict(run, node, verdict)
+        _graph_verdict(run, node, verdict, digest)
 
 
 # ── graph traversal ─────────────────────────────────────────────────────────
 
 
-def _graph_verdict(run: Run, node: Node, verdict: Verdict) -> None:
+def _graph_verdict(run: Run, node: Node, verdict: Verdict, digest: str) -> None:
     s = run.state
     v = s["visited"].setdefault(node.id, {"outcome": "pending", "attempts": 0, "failures": 0})
     v["attempts"] += 1
-    emit(s, "node_verified", node=node.id, outcome="success" if verdict.ok else "fail", reason=verdict.reason)
+    emit(s, "node_verified", node=node.id, outcome="success" if verdict.ok else "fail", reason=verdict.reason,
+         evidence_sha256=digest)
     if verdict.ok:
         v["outcome"] = "success"
         s["last_outcome"], s["last_failure"] = "success", ""
@@ -302,6 +320,7 @@ def _settle(run: Run) -> None:
 
 def _pass_through_edge(run: Run, node: Node) -> Edge | None:
     if node.type == "checkpoint":
+        run.state["checkpoint"] = node.id
         emit(run.state, "checkpoint_reached", node=node.id, name=node.name)
     if node.type != "decision":
         return _pick(run.plan, node.id, ("always", "on_success"))
@@ -320,6 +339,8 @@ def _complete(run: Run, node: Node) -> None:
     emit(s, "plan_completed", node=node.id, completed=s["completed_nodes"], path_len=s["path_len"])
     run.fx.log("info", f"[HTN] Workflow '{run.plan.name}' completed at '{node.name}': "
                        f"{s['completed_nodes']}/{s['total_nodes']} steps done in {s['turn']} turns")
+    s["status"] = "completed"
+    run.fx.report = {"reason": f"completed at {node.name}", "state": s, "status_state": "complete", "on": "completion"}
     _finish(run, "completed", render.completed_notice(s, node.name))
 
 
@@ -329,17 +350,21 @@ def _escalate(run: Run, node: Node) -> None:
     emit(s, "plan_escalated", node=node.id, reason=reason, pace_level=node.pace_level)
     run.fx.log("warning", f"[HTN] Workflow '{run.plan.name}' escalated to PACE {node.pace_level}: {reason}")
     run.fx.pace_level = node.pace_level
-    run.fx.report = {"reason": reason, "pace_level": node.pace_level, "state": s}
+    s["status"] = "escalated"
+    s["escalation"] = {"node": node.id, "reason": reason, "pace_level": node.pace_level, "turn": s["turn"]}
+    run.fx.report = {"reason": reason, "pace_level": node.pace_level, "state": s, "status_state": "escalating",
+                     "on": "failure"}
     _finish(run, "escalated", render.escalated_notice(s, node))
 
 
 # ── linear plans: the old selector's rules ──────────────────────────────────
 
 
-def _linear_verdict(run: Run, node: Node, verdict: Verdict) -> None:
+def _linear_verdict(run: Run, node: Node, verdict: Verdict, digest: str) -> None:
     s = run.state
     idx = int(s["current_step"])
-    emit(s, "node_verified", node=node.id, outcome="success" if verdict.ok else "fail", reason=verdict.reason)
+    emit(s, "node_verified", node=node.id, outcome="success" if verdict.ok else "fail", reason=verdict.reason,
+         evidence_sha256=digest)
     if verdict.ok:
         s["steps_completed"].append(idx)
         s["last_failure"] = ""
@@ -405,6 +430,9 @@ def _new_message(plans: Iterable[Plan], run: Run | None, obs: Observation, fx: E
 def _end(run: Run, title: str, reason: str) -> None:
     emit(run.state, "plan_ended" if title == "ENDED" else "plan_expired", node=run.state["current_node"],
          reason=reason)
+    run.state["status"] = title.lower()
+    if title == "EXPIRED":
+        run.fx.report = {"reason": reason, "state": run.state, "status_state": "aborted", "on": "failure"}
     run.fx.log("info" if title == "ENDED" else "warning", f"[HTN] Workflow '{run.plan.name}' {title.lower()}: {reason}")
     _finish(run, title.lower(), render.ended_notice(run.state, title, reason))
 

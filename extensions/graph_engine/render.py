@@ -158,3 +158,20 @@ def escalated_notice(state: dict[str, Any], node: Node) -> str:
 def ended_notice(state: dict[str, Any], title: str, reason: str) -> str:
     return (f"[WORKFLOW {title}: {state['plan_name']}]\n  Reason: {reason}\n  Completed: {_summary(state)}\n\n"
             "The workflow is no longer tracked. Continue with the user's request.")
+
+
+def hold(plan: Plan, state: dict[str, Any]) -> str:
+    """PACE emergency: the step is not to be executed; the model stops and reports."""
+    node = plan.nodes.get(state.get("current_node", ""))
+    where = node.name if node else state.get("current_node", "")
+    return (f"[WORKFLOW ON HOLD: {state['plan_name']}]\n  PACE level: EMERGENCY\n  Stopped at: {where} "
+            f"({_summary(state)})\n\nDo not execute further workflow steps. Stop and report to the user: what was "
+            "done, what failed, and the state things are in now; then wait for the user's instructions.")
+
+
+def resumed_notice(state: dict[str, Any], plan: Plan) -> str:
+    node = plan.nodes.get(state.get("current_node", ""))
+    where = node.name if node else state.get("current_node", "")
+    return (f"[WORKFLOW RESUMED: {state['plan_name']}]\n  The workflow was restored after a restart or chat "
+            f"reload and continues at: {where} ({_summary(state)}, retry counts kept). Results from before "
+            "the restart are not re-checked; run the current step again if its result is not in view.")

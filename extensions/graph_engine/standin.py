@@ -219,6 +219,7 @@ class Session:
                  agent: Agent | None = None, bst: BeliefStateTracker | None = None,
                  allowed_plans: Any = "unset") -> None:
         install_framework(layout)
+        self.layout = layout
         self.agent = agent or Agent()
         self.bst = bst or BeliefStateTracker()
         self.allowed_plans = allowed_plans
@@ -276,6 +277,23 @@ class Session:
     def _call(self, extensions: list[Any], loop: LoopData) -> None:
         for ext in extensions:
             asyncio.run(ext.execute(loop_data=loop))
+
+    def restarted(self) -> "Session":
+        """Agent-Zero restarted (or the chat was reloaded): a new process, the agent rebuilt from chat.json.
+
+        Only data keys without a leading "_" survive (JSON round trip); attributes such as
+        ``_htn_state`` are gone; the chat history is restored."""
+        saved = json.loads(json.dumps({k: v for k, v in self.agent.data.items() if not k.startswith("_")}))
+        agent = Agent(self.agent.number)
+        agent.context.id = self.agent.context.id
+        agent.data = saved
+        adapter = sys.modules.get("graph_engine.adapter")
+        if adapter is not None:
+            adapter._runtimes.clear()  # module-level caches do not survive a new process
+        new = Session(companion=bool(self.prompts_after), selector=bool(self.before_main), layout=self.layout,
+                      agent=agent, bst=self.bst, allowed_plans=self.allowed_plans)
+        new.history = json.loads(json.dumps(self.history))
+        return new
 
     # helpers for assertions
     @property

@@ -8,11 +8,14 @@ is the engine's own.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from .model import Plan
 
-SCHEMA = "graph_engine.state/1"
+SCHEMA = "graph_engine.state/2"
+OLDER_SCHEMAS = ("graph_engine.state/1",)
+DATA_KEY = "graph_engine_state"  # agent data key: no leading "_", so Agent-Zero saves it with the chat
 MAX_EVENTS = 50
 MAX_PATH = 50
 MAX_SHOWN = 4
@@ -22,6 +25,8 @@ MAX_CONSUMED = 8
 def new_state(plan: Plan, monologue: str, pass_key: str, global_turn: int) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
+        "run_id": uuid.uuid4().hex[:12],
+        "status": "active",
         "plan_id": plan.id,
         "plan_name": plan.name,
         "plan_version": plan.version,
@@ -53,7 +58,27 @@ def new_state(plan: Plan, monologue: str, pass_key: str, global_turn: int) -> di
         "message_monologue": monologue,
         "shown": [],
         "consumed": [],
+        "notice": "",
+        "notice_turn": 0,
+        "checkpoint": "",
+        "escalation": None,
+        "audit_seq": 0,
     }
+
+
+def upgrade(state: dict[str, Any]) -> dict[str, Any]:
+    """Bring a state written by an earlier version of this pack to the current schema, in place."""
+    if state.get("schema") == SCHEMA:
+        return state
+    old = state.get("schema")
+    state.setdefault("run_id", uuid.uuid4().hex[:12])
+    state.setdefault("status", "active")
+    for key, default in (("notice", ""), ("notice_turn", 0), ("checkpoint", ""), ("escalation", None),
+                         ("audit_seq", 0)):
+        state.setdefault(key, default)
+    state["schema"] = SCHEMA
+    emit(state, "state_migrated", node=state.get("current_node", ""), source=old)
+    return state
 
 
 def emit(state: dict[str, Any], etype: str, **fields: Any) -> dict[str, Any]:
@@ -105,6 +130,9 @@ def problem_with(state: Any) -> str:
     """Why a value cannot be used as a current state, or "" when it can."""
     if not isinstance(state, dict):
         return f"expected a dict, found {type(state).__name__}"
+    schema = state.get("schema")
+    if schema not in (SCHEMA, *OLDER_SCHEMAS):
+        return f"unknown state schema {schema!r} (this version reads {SCHEMA})"
     for key, kind in REQUIRED.items():
         if not isinstance(state.get(key), kind):
             return f"field '{key}' is missing or not a {kind.__name__}"

@@ -1,0 +1,107 @@
+"""Why each edge was taken: a run's events (audit log or saved state) read against its plan.
+
+For every judged step it lists the verdict and its reason, the outcome class the
+engine routed on (success, retry: failed with retries left, exhausted), every
+edge leaving the node with its condition and whether that condition applied,
+and the edge that was followed.  Decisions are explained the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .lint import DECISION_ORDER, TASK_ORDER
+from .model import Plan
+
+
+def load_events(path: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Events and run facts from an audit file (.jsonl) or a saved state (.json)."""
+    if path.endswith(".jsonl"):
+        from .audit import read_lines
+
+        events = list(read_lines(path))
+        head = events[0] if events else {}
+        return events, {"plan": head.get("plan", ""), "version": head.get("version", ""), "run": head.get("run", "")}
+    with open(path, encoding="utf-8") as fh:
+        state = json.load(fh)
+    if isinstance(state, dict) and isinstance(state.get("graph_engine_state"), dict):
+        state = state["graph_engine_state"]  # an agent's saved data
+    if not isinstance(state, dict) or not isinstance(state.get("events"), list):
+        raise ValueError(f"{path}: neither an audit log (.jsonl) nor a workflow state with 'events'")
+    return state["events"], {"plan": state.get("plan_id", ""), "version": state.get("plan_version", ""),
+                             "run": state.get("run_id", "")}
+
+
+def explain(plan: Plan | None, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = []
+    for i, e in enumerate(events):
+        kind = e.get("type")
+        if kind not in ("node_verified", "decision_routed"):
+            continue
+        node = e.get("node", "")
+        later = events[i + 1:]
+        if kind == "node_verified":
+            retried = any(x.get("type") == "retry_triggered" and x.get("node") == node for x in later[:1])
+            outcome = "success" if e.get("outcome") == "success" else ("retry" if retried else "exhausted")
+            order = TASK_ORDER[outcome]
+        else:
+            outcome = e.get("outcome", "success")
+            order = DECISION_ORDER[outcome]
+        taken = _next_edge(later, node)
+        step = {"node": node, "kind": "check" if kind == "node_verified" else "decision", "outcome": outcome,
+                "reason": e.get("reason", ""), "evidence_sha256": e.get("evidence_sha256", ""),
+                "edge": taken, "candidates": []}
+        if plan is not None and node in plan.out_edges:
+            step["candidates"] = _candidates(plan, node, order, taken, outcome)
+            if taken is None and outcome == "retry":
+                step["note"] = "no on_retry edge: the step was retried in place"
+        steps.append(step)
+    return steps
+
+
+def _next_edge(later: list[dict[str, Any]], node: str) -> dict[str, str] | None:
+    for x in later:
+        if x.get("type") == "edge_followed" and x.get("from") == node:
+            return {"from": x["from"], "to": x["to"], "condition": x.get("condition", "")}
+        if x.get("type") in ("node_verified", "decision_routed"):
+            return None
+    return None
+
+
+def _candidates(plan: Plan, node: str, order: tuple[str, ...], taken: dict | None,
+                outcome: str) -> list[dict[str, str]]:
+    out = []
+    chosen = False
+    for cond in order:  # the engine's order: first matching condition, first edge listed
+        for edge in plan.out_edges[node]:
+            if edge.condition != cond:
+                continue
+            if not chosen and taken and edge.dst == taken["to"] and cond == taken["condition"]:
+                verdict, chosen = "taken", True
+            elif chosen or taken:
+                verdict = "applies, but an earlier edge was taken"
+            else:
+                verdict = "applies"
+            out.append({"to": edge.dst, "condition": cond, "verdict": verdict})
+    for edge in plan.out_edges[node]:
+        if edge.condition not in order:
+            out.append({"to": edge.dst, "condition": edge.condition,
+                        "verdict": f"does not apply to outcome '{outcome}'"})
+    return out
+
+
+def format_steps(steps: list[dict[str, Any]], facts: dict[str, Any], note: str = "") -> str:
+    lines = [f"run {facts.get('run') or '?'} of plan '{facts.get('plan')}' version {facts.get('version') or '?'}"]
+    if note:
+        lines.append(note)
+    for n, st in enumerate(steps, 1):
+        what = f"check: {st['outcome']}" if st["kind"] == "check" else f"decision on outcome '{st['outcome']}'"
+        lines.append(f"{n:>3}. {st['node']}  {what}" + (f" ({st['reason']})" if st["reason"] else ""))
+        for c in st["candidates"]:
+            lines.append(f"       {c['condition']:<11} -> {c['to']:<24} {c['verdict']}")
+        if st.get("note"):
+            lines.append(f"       {st['note']}")
+        elif st["edge"] is None and not st["candidates"]:
+            lines.append("       (no edge followed)")
+    return "\n".join(lines)
