@@ -111,7 +111,7 @@ def test_reproduce_failure_gathers_context_then_reproduces_again():
               crash(), ISOLATE])
     assert verdicts(s) == [("reproduce", "fail"), ("gather_context", "success"), ("reproduce", "success")]
     assert s.state["current_node"] == "isolate"
-    assert s.state["visited"]["reproduce"] == {"outcome": "success", "attempts": 2, "failures": 1}
+    assert s.state["visited"]["reproduce"] == {"outcome": "success", "attempts": 2, "failures": 1, "completed": True}
 
 
 # (4) retries up to max_retries, then on_exhaust ─────────────────────────────

@@ -27,6 +27,7 @@ STATE_ATTR = "_htn_state"
 PACE_ATTR = "_org_pace_level"
 LIBRARY_NAME = "htn_plan_library.json"
 MONOLOGUE_KEY = "graph_engine_monologue"
+COMPANION_ATTR = "_graph_engine_companion"  # (monologue, iteration) the companion last handled
 MAX_FULL_OUTPUT = 4 * 1024 * 1024
 MAX_LOGGED_ONCE = 256
 
@@ -94,6 +95,9 @@ def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
     library, problems = rt.library.refresh()
     for line in problems:
         _log_once(rt, agent, "warning", f"[HTN] {line}")
+    if _companion_handled(agent, loop_data, hook):
+        return  # this pass is judged and shown; what this hook would render reaches only the next call,
+        # and the companion renders that call itself
     raw_state = getattr(agent, STATE_ATTR, None)
     restored = False
     if raw_state is None:
@@ -110,6 +114,16 @@ def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
     plans = library.plans.values() if library is not None else ()
     new_state, fx = engine.step(plans, rt.lookup, state, obs)
     _apply(rt, agent, loop_data, new_state, fx)
+    if hook == engine.PROMPTS_AFTER:
+        setattr(agent, COMPANION_ATTR, (obs.monologue, obs.iteration))
+
+
+def _companion_handled(agent: Any, loop_data: Any, hook: str) -> bool:
+    """before_main_llm_call after the companion handled the same pass (not the pass of a new message)."""
+    if hook != engine.BEFORE_MAIN:
+        return False
+    iteration = int(getattr(loop_data, "iteration", 0) or 0)
+    return iteration > 0 and getattr(agent, COMPANION_ATTR, None) == (_monologue_id(loop_data), iteration)
 
 
 # ── reading ─────────────────────────────────────────────────────────────────

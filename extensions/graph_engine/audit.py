@@ -1,16 +1,17 @@
 """The audit log: one JSON line per workflow event, appended per run.
 
 Files: ``<runs dir>/<chat id>/<run id>.jsonl`` where the runs dir is
-``GRAPH_ENGINE_RUNS_DIR`` or ``<Agent-Zero root>/usr/graph_engine/runs``.  Each line
-is written and flushed on its own (a crash loses at most the line being
-written).  A line carries the time, the chat id, the agent number, the run id,
+``GRAPH_ENGINE_RUNS_DIR`` or ``<Agent-Zero root>/usr/graph_engine/runs``.  A line carries the time, the chat id, the agent number, the run id,
 the plan id and version hash, and the event (its type, turn, seq, node and the
 event's own fields: verdict and reason with the evidence's sha256, the edge
-taken with its condition, ...).  Lines that could not be written stay pending in
+taken with its condition, ...).  The lines of one hook call go out in a single
+write and are flushed before the call returns, so a crash loses at most the
+lines of the call in progress (a torn last line is skipped on reading).  Lines that could not be written stay pending in
 the state (``audit_seq``) and are written on the next call that can.
 
-Retention: when a run file is created, the chat's folder keeps its newest
-``GRAPH_ENGINE_RUNS_KEEP`` files (default 50); once per process, run files older
+Retention: a chat's folder keeps its newest ``GRAPH_ENGINE_RUNS_KEEP`` files
+(default 50): when creating a run file would take it over that number by a fifth,
+the oldest are deleted down to the number; once per process, run files older
 than ``GRAPH_ENGINE_RUNS_DAYS`` days (default 30) are deleted in every chat
 folder, and chat folders left empty are removed.
 """
@@ -21,12 +22,29 @@ import json
 import os
 import re
 import time
+from collections import OrderedDict
 from datetime import datetime, timezone
-from typing import Any, Iterator
+from typing import IO, Any, Iterator
+
+try:  # optional speed-up; the standard library is enough
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - depends on the environment
+    _orjson = None
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
 DEFAULT_KEEP = 50
 DEFAULT_DAYS = 30
+MAX_OPEN = 16  # run files kept open between calls (one per active run)
+_ENCODE = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False, separators=(", ", ": ")).encode
+
+
+def _line(record: dict[str, Any]) -> bytes:
+    if _orjson is not None:
+        try:
+            return _orjson.dumps(record, default=str) + b"\n"
+        except TypeError:  # e.g. a lone surrogate in a reason: the standard encoder escapes it
+            pass
+    return (_ENCODE(record) + "\n").encode("utf-8", "backslashreplace")
 
 
 def runs_dir(a0_root: str) -> str:
@@ -48,6 +66,8 @@ class AuditLog:
     def __init__(self, root_dir: str) -> None:
         self.root = root_dir
         self._swept = False
+        self._open: OrderedDict[str, IO[bytes]] = OrderedDict()
+        self._files_in: dict[str, int] = {}  # chat folder -> run files counted since the last prune
 
     def path(self, chat_id: str, run_id: str) -> str:
         return os.path.join(self.root, safe_name(chat_id), f"{safe_name(run_id)}.jsonl")
@@ -59,24 +79,54 @@ class AuditLog:
         if not pending:
             return 0
         path = self.path(chat_id, state.get("run_id", "run"))
-        if not os.path.exists(path):
-            self._prune(os.path.dirname(path))
-            os.makedirs(os.path.dirname(path), exist_ok=True)
+        fh = self._handle(path)
         head = {"chat": chat_id, "agent": agent_number, "run": state.get("run_id", ""),
                 "plan": state.get("plan_id", ""), "version": state.get("plan_version", "")}
-        with open(path, "a", encoding="utf-8") as fh:
-            for event in pending:
-                line = {"time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), **head, **event}
-                fh.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
-                fh.flush()
-                state["audit_seq"] = event["seq"]
+        now = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+        try:  # whole lines in one write, flushed before the call returns
+            fh.write(b"".join(_line({"time": now, **head, **event}) for event in pending))
+            fh.flush()
+            state["audit_seq"] = pending[-1]["seq"]
+        except (OSError, ValueError):
+            self.close(path)
+            raise
+        if state.get("status", "active") != "active":
+            self.close(path)  # the run ended: its file is complete
         return len(pending)
 
+    def _handle(self, path: str) -> IO[bytes]:
+        fh = self._open.get(path)
+        if fh is not None and not fh.closed:
+            self._open.move_to_end(path)
+            return fh
+        if not os.path.exists(path):
+            folder = os.path.dirname(path)
+            self._prune(folder)
+            os.makedirs(folder, exist_ok=True)
+        fh = open(path, "ab")
+        self._open[path] = fh
+        while len(self._open) > MAX_OPEN:
+            self.close(next(iter(self._open)))
+        return fh
+
+    def close(self, path: str) -> None:
+        fh = self._open.pop(path, None)
+        if fh is not None:
+            try:
+                fh.close()
+            except OSError:
+                pass
+
     def _prune(self, chat_dir: str) -> None:
+        """Keep the newest files of the chat; the folder is listed only when it may be over the limit."""
         keep = _env_int("GRAPH_ENGINE_RUNS_KEEP", DEFAULT_KEEP)
-        files = sorted(_run_files(chat_dir), key=lambda p: (os.path.getmtime(p), p))
-        for old in files[: max(0, len(files) - (keep - 1))]:
-            _unlink(old)
+        count = self._files_in.get(chat_dir)
+        if count is None or count + 1 > keep + max(1, keep // 5):  # list the folder only now and then
+            files = sorted(_run_files(chat_dir), key=lambda p: (os.path.getmtime(p), p))
+            for old in files[: max(0, len(files) - (keep - 1))]:
+                _unlink(old)
+            count = min(len(files), keep - 1)
+        self._files_in[chat_dir] = count + 1
         if not self._swept:
             self._swept = True
             self.sweep()

@@ -247,12 +247,14 @@ def _graph_verdict(run: Run, node: Node, verdict: Verdict, digest: str) -> None:
 def _count_progress(run: Run, node: Node) -> None:
     """Real progress: a task node completed for the first time in this run."""
     s = run.state
-    if node.id in s["steps_completed"]:
+    entry = s["visited"][node.id]
+    if entry.get("completed") or node.id in s["steps_completed"][-1:]:
         return
+    entry["completed"] = True  # O(1) "first time" test; steps_completed keeps the order for the supervisor
     s["steps_completed"].append(node.id)
     s["completed_nodes"] += 1
     s["turns_since_progress"] = 0
-    if node.id in run.plan.success_path:
+    if node.id in run.plan.success_index:
         s["current_step"] = min(s["current_step"] + 1, run.plan.total_steps)
 
 

@@ -51,7 +51,13 @@ def trigger_pattern(trigger: str) -> re.Pattern[str]:
 
 
 def trigger_hits(phrases: tuple[str, ...], text: str) -> tuple[str, ...]:
-    return tuple(t for t in phrases if t and trigger_pattern(t).search(text))
+    # a plain substring test first: most phrases are absent, and it is ten times cheaper than the regex
+    return tuple(t for t in phrases if t and _first_word(t) in text and trigger_pattern(t).search(text))
+
+
+@lru_cache(maxsize=4096)
+def _first_word(trigger: str) -> str:
+    return trigger.split()[0] if trigger.split() else trigger
 
 
 def score_plan(plan: Plan, text: str, domain: str) -> Match | None:

@@ -15,6 +15,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Mapping
 
@@ -135,6 +136,11 @@ class Plan:
     @property
     def total_steps(self) -> int:
         return len(self.success_path)
+
+    @cached_property
+    def success_index(self) -> Mapping[str, int]:
+        """Position of each success-path task node (lookups stay O(1) in long plans)."""
+        return MappingProxyType({nid: i for i, nid in enumerate(self.success_path)})
 
     @property
     def all_triggers(self) -> tuple[str, ...]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from .model import Edge, Node, Plan
 
@@ -52,17 +52,16 @@ def graph_context(plan: Plan, state: dict[str, Any]) -> str:
     lines = [f"[WORKFLOW: {plan.name}] step {min(state['current_step'] + 1, plan.total_steps)} "
              f"of {plan.total_steps} on the success path ({state['completed_nodes']} steps done)"]
     lines.append("  " + " → ".join(_trail(plan, state)))
-    pending = [plan.nodes[n].name for n in plan.success_path
-               if n not in state["visited"] and n != node.id]
+    pending = _pending(plan, state, node)
     if pending:
-        lines.append("  Pending: " + ", ".join(pending))
+        lines.append("  Pending: " + pending)
     if state.get("route_note") and state.get("turns_since_transition", 0) == 0:
         lines.append("  " + state["route_note"])
     lines.append(f"Current step: {node.name}")
-    lines.extend(_node_details(node))
+    lines.append(_details_text(plan, node))
     if state.get("last_failure"):
         lines.append(f"    Last attempt failed: {state['last_failure']}")
-    lines.extend(_paths_forward(plan, state, node))
+    lines.append(_forward_text(plan, state, node))
     if state.get("stalled"):
         lines.append(f"    STALLED: {state['stalled']}")
     lines.append("")
@@ -71,19 +70,46 @@ def graph_context(plan: Plan, state: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+PENDING_SHOWN = 6
+
+
+def _pending(plan: Plan, state: dict[str, Any], node: Node) -> str:
+    """The next success-path steps not met yet (a few: long plans must not make every pass longer)."""
+    start = plan.success_index.get(node.id, -1) + 1
+    names, visited, path = [], state["visited"], plan.success_path
+    for i in range(start, len(path)):  # no slice: a copy of a long path on every pass adds up
+        nid = path[i]
+        if nid not in visited:
+            names.append(plan.nodes[nid].name)
+            if len(names) == PENDING_SHOWN:
+                break
+    more = plan.total_steps - start - len(names)
+    return ", ".join(names) + (f" (+{more} more)" if more > 0 and len(names) == PENDING_SHOWN else "")
+
+
+TRAIL_SHOWN = 8
+
+
 def _trail(plan: Plan, state: dict[str, Any]) -> list[str]:
-    """Each node met so far once, in first-visit order, with its latest outcome."""
-    parts, seen = [], set()
-    for nid in state.get("path", []):
+    """The last few task nodes met, each once, oldest first, with their latest outcome."""
+    parts: list[str] = []
+    seen: set[str] = set()
+    path = state.get("path", [])
+    for i in range(len(path) - 1, -1, -1):
+        nid = path[i]
         node = plan.nodes.get(nid)
         if nid in seen or node is None or node.type != "task":
             continue
         seen.add(nid)
+        if len(parts) == TRAIL_SHOWN:
+            parts.append("...")
+            break
         if nid == state["current_node"]:
             parts.append(f"{node.name} << CURRENT{_attempt(node, state)}")
             continue
         outcome = state["visited"].get(nid, {}).get("outcome", "")
         parts.append(f"{node.name} [{'DONE' if outcome == 'success' else 'FAILED' if outcome == 'fail' else '...'}]")
+    parts.reverse()
     return parts
 
 
@@ -92,6 +118,29 @@ def _attempt(node: Node, state: dict[str, Any]) -> str:
         return ""
     failures = state["visited"].get(node.id, {}).get("failures", 0)
     return f" (attempt {min(failures, node.max_retries) + 1}/{node.max_retries + 1})"
+
+
+_TEXT_CACHE: dict[tuple, str] = {}  # (plan version, node, ...) -> text that depends on nothing else
+_TEXT_CACHE_MAX = 4096
+
+
+def _cached(key: tuple, make: Callable[[], str]) -> str:
+    text = _TEXT_CACHE.get(key)
+    if text is None:
+        if len(_TEXT_CACHE) >= _TEXT_CACHE_MAX:
+            _TEXT_CACHE.clear()
+        text = _TEXT_CACHE[key] = make()
+    return text
+
+
+def _details_text(plan: Plan, node: Node) -> str:
+    return _cached((plan.id, plan.version, node.id, "details"), lambda: "\n".join(_node_details(node)))
+
+
+def _forward_text(plan: Plan, state: dict[str, Any], node: Node) -> str:
+    failures = state["visited"].get(node.id, {}).get("failures", 0)
+    return _cached((plan.id, plan.version, node.id, "forward", failures),
+                   lambda: "\n".join(_paths_forward(plan, state, node)))
 
 
 def _node_details(node: Node) -> list[str]:

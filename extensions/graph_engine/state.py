@@ -123,7 +123,21 @@ def shown_node(state: dict[str, Any], pass_key: str) -> str | None:
 
 # ── checking and migrating a state found on the agent ───────────────────────
 
-REQUIRED = {"plan_id": str, "current_node": str, "turn": int, "visited": dict, "events": list}
+# field -> accepted types: the whole shape, so a damaged state is refused instead of failing later
+FIELDS: dict[str, tuple[type, ...]] = {
+    "plan_id": (str,), "plan_name": (str,), "plan_version": (str,), "mode": (str,), "domain": (str,),
+    "current_step": (int,), "total_steps": (int,), "steps_completed": (list,), "steps_failed": (list,),
+    "turns_since_progress": (int,), "stale_after_turns": (int,), "max_turns": (int,), "current_node": (str,),
+    "visited": (dict,), "path": (list,), "path_len": (int,), "total_nodes": (int,), "completed_nodes": (int,),
+    "started_turn": (int,), "turn": (int,), "turns_since_transition": (int,), "events": (list,), "seq": (int,),
+    "last_outcome": (str,), "last_failure": (str,), "route_note": (str,), "stalled": (str,), "last_pass": (str,),
+    "message_monologue": (str,), "shown": (list,), "consumed": (list,),
+}
+FIELDS_V2: dict[str, tuple[type, ...]] = {
+    "run_id": (str,), "status": (str,), "notice": (str,), "notice_turn": (int,), "checkpoint": (str,),
+    "escalation": (dict, type(None)), "audit_seq": (int,),
+}
+STATUSES = ("active", "escalated", "completed", "expired", "ended", "aborted")
 
 
 def problem_with(state: Any) -> str:
@@ -133,9 +147,24 @@ def problem_with(state: Any) -> str:
     schema = state.get("schema")
     if schema not in (SCHEMA, *OLDER_SCHEMAS):
         return f"unknown state schema {schema!r} (this version reads {SCHEMA})"
-    for key, kind in REQUIRED.items():
-        if not isinstance(state.get(key), kind):
-            return f"field '{key}' is missing or not a {kind.__name__}"
+    fields = FIELDS if schema != SCHEMA else {**FIELDS, **FIELDS_V2}
+    for key, kinds in fields.items():
+        value = state.get(key)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            return f"field '{key}' is missing or not a {kinds[0].__name__}"
+    if schema == SCHEMA and state["status"] not in STATUSES:
+        return f"field 'status' is {state['status']!r}, not one of {', '.join(STATUSES)}"
+    for nid, entry in state["visited"].items():
+        if not isinstance(entry, dict) or not all(isinstance(entry.get(k), int) and not isinstance(entry.get(k), bool)
+                                                  for k in ("attempts", "failures")):
+            return f"field 'visited' entry {nid!r} is not {{outcome, attempts, failures}}"
+    if not all(isinstance(e, dict) and isinstance(e.get("type"), str) and isinstance(e.get("seq"), int)
+               for e in state["events"]):
+        return "field 'events' holds an entry without a type and a seq"
+    if not all(isinstance(x, list) and len(x) == 2 and all(isinstance(y, str) for y in x) for x in state["shown"]):
+        return "field 'shown' is not a list of [pass, node] pairs"
+    if not all(isinstance(x, str) for x in state["path"] + state["consumed"]):
+        return "field 'path' or 'consumed' holds something other than text"
     return ""
 
 
