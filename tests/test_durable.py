@@ -163,8 +163,9 @@ def test_evidence_hash_is_the_hash_of_what_was_judged(monkeypatch, tmp_path):
     s.run_pass(reply)
     s.run_pass(Reply(warning="misformatted"))
     (e,) = events(s, "node_verified")
-    text = s.history[-3]["content"]["tool_result"]
-    assert e["evidence_sha256"] == hashlib.sha256((text + "\0" + reply.raw()).encode()).hexdigest()
+    assert s.history[-3]["content"]["tool_result"] == "\nedited\n[exit:0]\nroot@vm:/a0/usr/workdir#"
+    judged = "\nedited\n[exit:0]"  # what the check read: the shell prompt line is not part of the output
+    assert e["evidence_sha256"] == hashlib.sha256((judged + "\0" + reply.raw()).encode()).hexdigest()
 
 
 def test_audit_retention_keeps_the_newest_runs_of_a_chat(monkeypatch, tmp_path):

@@ -105,7 +105,10 @@ def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
         restored = raw_state is not None
     if library is None and raw_state is None:
         return
-    obs = observe(agent, loop_data, hook, raw_state)
+    problems: list[str] = []
+    obs = observe(agent, loop_data, hook, raw_state, problems)
+    for line in problems:
+        _log_once(rt, agent, "warning", line)
     if _ended_this_pass(raw_state, obs):
         return  # an escalated run stays readable for the rest of the pass in which it ended
     state = _usable_state(rt, agent, raw_state, obs)
@@ -129,7 +132,8 @@ def _companion_handled(agent: Any, loop_data: Any, hook: str) -> bool:
 # ── reading ─────────────────────────────────────────────────────────────────
 
 
-def observe(agent: Any, loop_data: Any, hook: str, state: Any = None) -> engine.Observation:
+def observe(agent: Any, loop_data: Any, hook: str, state: Any = None,
+            problems: list[str] | None = None) -> engine.Observation:
     iteration = int(getattr(loop_data, "iteration", 0) or 0)
     monologue = _monologue_id(loop_data)
     output = None
@@ -141,8 +145,8 @@ def observe(agent: Any, loop_data: Any, hook: str, state: Any = None) -> engine.
         monologue=monologue,
         iteration=iteration,
         user_message=user_words(getattr(loop_data, "user_message", None)) if iteration == 0 else "",
-        domain=_bst_domain(agent),
-        allowed_plans=_allowed_plans(agent),
+        domain=_bst_domain(agent, problems),
+        allowed_plans=_allowed_plans(agent, problems),
         output=_full_output(output),
         global_turn=_global_turn(agent, (monologue, iteration)),
         pace_level=_pace_at_pass_start(agent, (monologue, iteration)),
@@ -213,14 +217,22 @@ def _global_turn(agent: Any, key: tuple[str, int]) -> int:
     return seen[1]
 
 
-def _bst_domain(agent: Any) -> str:
+def _bst_domain(agent: Any, problems: list[str] | None = None) -> str:
     store = getattr(agent, "_bst_store", None)
+    if store is not None and not isinstance(store, dict) and problems is not None:
+        problems.append(f"[HTN] agent._bst_store is a {type(store).__name__}, not a dict; the belief-state domain "
+                        "reads as empty until the _11_ tracker stores a dict")
     belief = store.get("__bst_belief_state__") if isinstance(store, dict) else None
     domain = belief.get("domain", "") if isinstance(belief, dict) else ""
-    return domain if isinstance(domain, str) else ""
+    if not isinstance(domain, str):
+        if problems is not None:
+            problems.append(f"[HTN] agent._bst_store['__bst_belief_state__']['domain'] is a "
+                            f"{type(domain).__name__}, not text; the domain reads as empty")
+        return ""
+    return domain
 
 
-def _allowed_plans(agent: Any) -> tuple[str, ...] | None:
+def _allowed_plans(agent: Any, problems: list[str] | None = None) -> tuple[str, ...] | None:
     try:
         value = agent.get_data("_org_htn_allowed_plans")
     except Exception:  # noqa: BLE001 - an agent without data means "no filter"
@@ -229,6 +241,9 @@ def _allowed_plans(agent: Any) -> tuple[str, ...] | None:
         return None
     if isinstance(value, (list, tuple, set)):
         return tuple(v for v in value if isinstance(v, str))
+    if problems is not None:
+        problems.append(f"[HTN] _org_htn_allowed_plans is a {type(value).__name__}, not a list of plan ids; no plan "
+                        "may start until the org dispatcher sets a list (or None for no filter)")
     return ()  # a filter of the wrong type allows nothing rather than everything
 
 

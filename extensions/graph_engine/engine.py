@@ -41,11 +41,12 @@ from .history import CallOutput
 from .matching import best_match, domain_leaves_plan
 from .model import Edge, Node, Plan
 from .state import (MAX_CONSUMED, emit, new_state, push_path, record_shown, remember, shown_node)
-from .verify import Evidence, Verdict, check
+from .verify import Evidence, Verdict, check, judged_text
 
 PROMPTS_AFTER = "prompts_after"
 BEFORE_MAIN = "before_main"
 MAX_SETTLE_STEPS = 64
+MAX_REPLY_HASHED = 100_000
 
 
 @dataclass(frozen=True)
@@ -203,8 +204,10 @@ def _judge(run: Run, obs: Observation, key: str) -> None:
         emit(s, "evidence_ignored", node=node.id, tool=out.tool,
              reason="unknown tool" if out.not_found else f"step expects tool {node.tool}")
         return
-    verdict = check(node.verify, Evidence(tool=out.tool, text=out.text, reply=out.reply, truncated=out.truncated))
-    digest = hashlib.sha256((out.text + "\0" + out.reply).encode("utf-8", "surrogatepass")).hexdigest()
+    evidence = Evidence(tool=out.tool, text=out.text, reply=out.reply, truncated=out.truncated)
+    verdict = check(node.verify, evidence)
+    digest = hashlib.sha256((judged_text(evidence) + "\0" + out.reply[:MAX_REPLY_HASHED])
+                            .encode("utf-8", "surrogatepass")).hexdigest()
     if run.plan.mode == "linear":
         _linear_verdict(run, node, verdict, digest)
     else:

@@ -25,6 +25,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     _orjson = None
 
 MAX_LIBRARY_BYTES = 20 * 1024 * 1024
+MAX_PLANS = 1000  # a reload happens inside the agent's loop: bound its cost
 KEPT_VERSIONS = 64
 
 
@@ -60,6 +61,14 @@ def check_document(data: Any, path: str = "<memory>", use_jsonschema: bool = Fal
     if not isinstance(raw_plans, dict):
         raise ValueError(f"{path}: 'plans' must be an object keyed by plan id (add \"plans\": {{...}})")
     found: list[Diagnostic] = []
+    limit = _max_plans()
+    if len(raw_plans) > limit:
+        found.append(Diagnostic(rule="schema", severity="warning", plan="(library)", node=None, edge=None,
+                                message=f"the library has {len(raw_plans)} plans, over the limit of {limit}; only "
+                                        f"the first {limit} are loaded",
+                                fix="split the library, or raise GRAPH_ENGINE_MAX_PLANS"))
+        raw_plans = dict(list(raw_plans.items())[:limit])
+        data = dict(data, plans=raw_plans)
     schema_file = find_schema(path if path != "<memory>" else "")
     if schema_file is not None:
         for p in validate_document(data, load_schema(schema_file), use_jsonschema):
@@ -85,6 +94,13 @@ def check_document(data: Any, path: str = "<memory>", use_jsonschema: bool = Fal
     meta = data.get("_meta") if isinstance(data.get("_meta"), dict) else {}
     return Library(path=path, plans=plans, problems=tuple(_problem_lines(path, found)), meta=meta,
                    diagnostics=tuple(found), worst_case_turns=reports)
+
+
+def _max_plans() -> int:
+    try:
+        return max(1, int(os.environ.get("GRAPH_ENGINE_MAX_PLANS", MAX_PLANS)))
+    except ValueError:
+        return MAX_PLANS
 
 
 def _problem_lines(path: str, found: list[Diagnostic]) -> list[str]:
@@ -121,11 +137,24 @@ def load_library_file(path: str) -> Library:
     except OSError as exc:
         raise ValueError(f"{path}: cannot read the plan library ({exc.strerror or exc}); "
                          "check the file exists and is readable") from None
+    if not blob.strip():
+        raise ValueError(f"{path}: the file is empty; write a JSON object with a 'plans' object")
     try:
         data = parse_json(blob)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc}); fix the syntax") from None
+    except (ValueError, UnicodeDecodeError):
+        raise ValueError(f"{path}: not valid JSON ({_json_error(blob)}); fix the syntax") from None
     return build_library(data, path)
+
+
+def _json_error(blob: bytes) -> str:
+    """The standard library's wording of a syntax error (the same with or without orjson)."""
+    try:
+        json.loads(blob.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 text at byte {exc.start}"
+    except ValueError as exc:
+        return str(exc)
+    return "unreadable"
 
 
 class LibraryCache:

@@ -323,7 +323,8 @@ def _compile_verify(plan_id: str, raw: Any, where: str) -> Verify | None:
     return Verify(type=vtype, value=value, pattern=pattern, fail_if=fail_if, fail_pattern=fail_pattern)
 
 
-_NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[+*](?:[^()\\]|\\.)*\)[+*{]")
+_NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[+*{](?:[^()\\]|\\.)*\)[+*{]")
+_QUANTIFIED_ALTERNATION = re.compile(r"\((?:[^()\\]|\\.)*\|(?:[^()\\]|\\.)*\)[+*{]")
 
 
 def _compile_regex(plan_id: str, value: str, flags: Any, where: str) -> re.Pattern[str]:
@@ -332,6 +333,10 @@ def _compile_regex(plan_id: str, value: str, flags: Any, where: str) -> re.Patte
     _expect(not _NESTED_QUANTIFIER.search(value), plan_id, where,
             "nested quantifier such as (a+)+ can backtrack for minutes on long output",
             "remove the outer quantifier or make the inner group match one thing", rule="regex_unsafe")
+    _expect(not _QUANTIFIED_ALTERNATION.search(value), plan_id, where,
+            "repeated alternatives such as (a|aa)+ can backtrack for minutes on long output",
+            "match the alternatives once, e.g. (a|b) without + or *, or use a character class [ab]+",
+            rule="regex_unsafe")
     bits = re.MULTILINE
     for ch, flag in (("i", re.IGNORECASE), ("s", re.DOTALL)):
         if ch in flags:

@@ -20,6 +20,8 @@ SHELL_PROMPT = re.compile(r"(?:\([^()\n]*\)\s*)?[\w.-]+@[\w.-]+:[^\n]*[#$]\s*$")
 EXIT_STATUS = re.compile(r"\[exit[:=]\s*(-?\d+)\]|^\s*exit=(-?\d+)\s*$", re.MULTILINE | re.IGNORECASE)
 CONFIRM = re.compile(r"\bSTEP\s+COMPLETE\b", re.IGNORECASE)
 MAX_CHECKED_CHARS = 1_000_000  # checks read the head and the tail of longer outputs
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")  # colours, cursor moves, titles
+FILE_ROOTS_ENV = "GRAPH_ENGINE_FILE_ROOTS"
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,10 @@ class Verdict:
 
 
 def clean_output(text: str) -> str:
-    """Drop the shell prompt line Agent-Zero appends, so a directory name cannot satisfy a check."""
+    """Drop terminal escape codes and the shell prompt line Agent-Zero appends (a directory name must not
+    satisfy a check, and a coloured "5 passed" is still "5 passed")."""
+    if "\x1b" in text:
+        text = ANSI.sub("", text)
     body = text.rstrip()
     last_nl = body.rfind("\n")
     last = body[last_nl + 1:]
@@ -122,8 +127,24 @@ def _exit_code_zero(_: Verify, text: str, __: Evidence) -> Verdict:
     return Verdict(False, f"exit status {code}")
 
 
+def judged_text(evidence: Evidence) -> str:
+    """The text the checks read: cleaned and bounded (what the evidence hash covers)."""
+    return _bounded(clean_output(evidence.text))
+
+
+def _allowed_roots() -> list[str]:
+    raw = os.environ.get(FILE_ROOTS_ENV, "")
+    return [os.path.realpath(os.path.expanduser(r)) for r in raw.split(os.pathsep) if r.strip()]
+
+
 def _file_exists(v: Verify, _: str, __: Evidence) -> Verdict:
     path = os.path.expanduser(v.value)
+    roots = _allowed_roots()
+    if roots:
+        real = os.path.realpath(path)
+        if not any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
+            return Verdict(False, f"{v.value} is outside the allowed roots ({os.pathsep.join(roots)}, "
+                                  f"set by {FILE_ROOTS_ENV})")
     if os.path.islink(path) and not os.path.exists(path):
         return Verdict(False, f"{v.value} is a dangling symbolic link")
     if os.path.isdir(path):
