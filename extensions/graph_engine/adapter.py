@@ -28,6 +28,7 @@ PACE_ATTR = "_org_pace_level"
 LIBRARY_NAME = "htn_plan_library.json"
 MONOLOGUE_KEY = "graph_engine_monologue"
 COMPANION_ATTR = "_graph_engine_companion"  # (monologue, iteration) the companion last handled
+CHECKED_ATTR = "_graph_engine_written"  # the state object this module last wrote (its shape is known good)
 MAX_FULL_OUTPUT = 4 * 1024 * 1024
 MAX_LOGGED_ONCE = 256
 
@@ -266,7 +267,8 @@ def _usable_state(rt: Runtime, agent: Any, raw: Any, obs: engine.Observation) ->
         return None
     if is_legacy_linear(raw):
         return _migrate(rt, agent, raw, obs)
-    problem = problem_with(raw)
+    # the full shape check for a state this module did not write itself (restored, migrated, set by others)
+    problem = "" if raw is getattr(agent, CHECKED_ATTR, None) else problem_with(raw)
     if not problem:
         if raw.get("status", "active") != "active":
             _clear_state(agent)  # a run that ended in an earlier pass
@@ -319,6 +321,7 @@ def _apply(rt: Runtime, agent: Any, loop_data: Any, state: dict | None, fx: engi
             setattr(agent, STATE_ATTR, fx.final_state)  # the supervisor reads the escalation on this pass
     else:
         setattr(agent, STATE_ATTR, state)
+        setattr(agent, CHECKED_ATTR, state)
         _audit(rt, agent, state)
     _save(agent, state)
     if fx.pace_level:
