@@ -181,7 +181,7 @@ def test_linear_plans_hold_every_invariant(plan, actions):
 @given(plan=graph_plans())
 def test_generated_graph_plans_pass_the_lint(plan):
     lib = check_document({"plans": {"p": plan}})
-    assert list(lib.plans) == ["p"], [d.line() for d in lib.diagnostics if d.severity == "error"]
+    assert list(lib.plans) == ["p"], [d.text() for d in lib.diagnostics if d.severity == "error"]
     assert lib.worst_case_turns["p"] is not None
 
 

@@ -22,7 +22,7 @@ from typing import Sequence
 from . import standin as a0
 from . import triggers as trig
 from .explain import explain, format_steps, load_events
-from .library import check_document, parse_json
+from .library import check_document, parse_json, with_dot_plans
 from .lint import Diagnostic, diag
 from .schema import jsonschema_available
 from .standin import Reply, Session, cmd
@@ -146,9 +146,12 @@ def validate_files(paths: Sequence[str]) -> list[Diagnostic]:
     found: list[Diagnostic] = []
     for path in paths:
         try:
-            with open(path, "rb") as fh:
-                data = parse_json(fh.read())
-            lib = check_document(data, path, use_jsonschema=use_js)
+            if path.endswith(".dot"):
+                lib = with_dot_plans({"plans": {}}, path, [path], use_jsonschema=use_js)
+            else:
+                with open(path, "rb") as fh:
+                    data = parse_json(fh.read())
+                lib = check_document(data, path, use_jsonschema=use_js)
         except OSError as exc:
             found.append(diag("schema", path, f"cannot read the file ({exc.strerror or exc})", "check the path"))
             continue
@@ -175,7 +178,7 @@ def validate(paths: Sequence[str], as_json: bool, out=None) -> int:
     for path in paths:
         out.write(f"{path}\n")
         for d in validate_files([path]):
-            out.write(f"  ok      plan '{d.plan}': {d.message}\n" if d.severity == "info" else f"  {d.line()}\n")
+            out.write(f"  ok      plan '{d.plan}': {d.message}\n" if d.severity == "info" else f"  {d.text()}\n")
     warnings = sum(1 for d in found if d.severity == "warning")
     out.write(f"{len(errors)} error(s), {warnings} warning(s) in {len(paths)} file(s)\n")
     return 1 if errors else 0
@@ -214,7 +217,109 @@ def explain_run(path: str, library: str, as_json: bool, out=None) -> int:
     return 0
 
 
+def inspect_dot(path: str, as_json: bool, out=None) -> int:
+    out = out or sys.stdout
+    from .dot import DotSyntaxError, jsonable, parse
+    from .dot_plan import HANDLER_TO_NODE, handler_type, to_plan
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            graph = parse(fh.read())
+    except DotSyntaxError as exc:
+        if as_json:
+            out.write(json.dumps({"ok": False, "error": {"message": exc.message, "line": exc.line,
+                                                         "col": exc.col}}) + "\n")
+        else:
+            out.write(f"{path}:{exc.line}:{exc.col}: {exc.message}\n")
+        return 2
+    except (OSError, UnicodeDecodeError) as exc:
+        out.write(f"inspect: cannot read {path}: {exc}\n")
+        return 2
+    _, _, found = to_plan(graph)
+    nodes = {nid: {"attrs": {k: jsonable(v) for k, v in n.attrs.items()}, "handler_type": handler_type(n.attrs),
+                   "node_type": HANDLER_TO_NODE.get(handler_type(n.attrs), "unsupported"), "line": n.line,
+                   "col": n.col} for nid, n in graph.nodes.items()}
+    edges = [{"from": e.src, "to": e.dst, "attrs": {k: jsonable(v) for k, v in e.attrs.items()}, "line": e.line,
+              "col": e.col} for e in graph.edges]
+    report = {"ok": True, "graph": {"name": graph.name, "attrs": {k: jsonable(v) for k, v in graph.attrs.items()}},
+              "nodes": nodes, "edges": edges, "diagnostics": [d.to_json() for d in found]}
+    if as_json:
+        out.write(json.dumps(report, indent=2) + "\n")
+        return 0
+    out.write(f"digraph {graph.name}: {len(nodes)} nodes, {len(edges)} edges\n")
+    for key, value in report["graph"]["attrs"].items():
+        out.write(f"  graph {key} = {json.dumps(value)}\n")
+    for nid, n in nodes.items():
+        out.write(f"  {nid:<20} {n['handler_type']:<18} -> {n['node_type']:<10} {json.dumps(n['attrs'])}\n")
+    for e in edges:
+        out.write(f"  {e['from']} -> {e['to']} {json.dumps(e['attrs'])}\n")
+    for d in found:
+        out.write(f"  {d.text()}\n")
+    return 0
+
+
+def _plan_source(path: str, plan_id: str | None) -> tuple[str, dict]:
+    """(plan id, plan JSON) from a library file (with --plan) or a DOT file."""
+    from .dot_plan import load_dot_plan
+
+    if path.endswith(".dot"):
+        with open(path, encoding="utf-8") as fh:
+            pid, raw, _ = load_dot_plan(fh.read())
+        return pid, raw
+    with open(path, "rb") as fh:
+        plans = parse_json(fh.read()).get("plans", {})
+    if not plan_id or plan_id not in plans:
+        raise ValueError(f"{path} has no plan {plan_id!r}; pass --plan with one of: {', '.join(plans)}")
+    return plan_id, plans[plan_id]
+
+
+def export_plan(path: str, plan_id: str | None, fmt: str, trace: str | None, out=None) -> int:
+    out = out or sys.stdout
+    from .dot import DotSyntaxError
+    from .dot_plan import to_dot
+    from .render_graph import mermaid, trace_counts
+
+    try:
+        pid, raw = _plan_source(path, plan_id)
+        highlight = trace_counts(load_events(trace)[0]) if trace else None
+        if fmt == "mermaid":
+            text = mermaid(pid, raw, highlight)
+        else:
+            text = to_dot(pid, raw, highlight)
+    except (OSError, ValueError, DotSyntaxError) as exc:
+        out.write(f"graph-engine: {exc}\n")
+        return 2
+    if fmt in ("svg", "png"):
+        import shutil
+        import subprocess
+
+        binary = shutil.which("dot")
+        if binary is None:
+            out.write("graph-engine: svg and png need Graphviz's 'dot' program (Debian: apt-get install graphviz); "
+                      "--format dot or mermaid work without it\n")
+            return 2
+        proc = subprocess.run([binary, f"-T{fmt}"], input=text.encode(), capture_output=True)
+        if proc.returncode != 0:
+            out.write(f"graph-engine: dot failed: {proc.stderr.decode(errors='replace')}\n")
+            return 2
+        sys.stdout.buffer.write(proc.stdout) if out is sys.stdout else out.write(proc.stdout.decode(errors="replace"))
+        return 0
+    out.write(text)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # output piped into head and the like
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="graph-engine", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="drive a bug-fix session through the Agent-Zero stand-in and print each pass")
@@ -229,7 +334,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     ex.add_argument("run", metavar="RUN_OR_STATE")
     ex.add_argument("--library", default=str(a0.LIBRARY))
     ex.add_argument("--json", action="store_true")
+    ins = sub.add_parser("inspect", help="the parsed DOT graph: typed attributes, handler types, findings")
+    ins.add_argument("file", metavar="FILE.dot")
+    ins.add_argument("--json", action="store_true")
+    exp = sub.add_parser("export", help="a plan as DOT (re-imports to the same plan) or mermaid")
+    exp.add_argument("--library", default=str(a0.LIBRARY))
+    exp.add_argument("--plan", required=True)
+    exp.add_argument("--format", choices=("dot", "mermaid"), default="dot")
+    ren = sub.add_parser("render", help="a plan as a picture (dot, mermaid, svg, png), a run's path highlighted")
+    ren.add_argument("file", metavar="FILE", help="a library .json (with --plan) or a .dot file")
+    ren.add_argument("--plan")
+    ren.add_argument("--format", choices=("dot", "mermaid", "svg", "png"), default="dot")
+    ren.add_argument("--trace", metavar="RUN_OR_STATE", help="an audit log (.jsonl) or saved state (.json)")
     args = parser.parse_args(argv)
+    if args.command == "inspect":
+        return inspect_dot(args.file, args.json)
+    if args.command == "export":
+        return export_plan(args.library, args.plan, args.format, None)
+    if args.command == "render":
+        return export_plan(args.file, args.plan, args.format, args.trace)
     if args.command == "explain":
         return explain_run(args.run, args.library, args.json)
     if args.command == "demo":

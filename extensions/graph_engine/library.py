@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
 from .lint import ERROR, Diagnostic, cross_plan_triggers, diag, lint_plan
@@ -113,11 +113,16 @@ def _problem_lines(path: str, found: list[Diagnostic]) -> list[str]:
             seen.add(d.plan)
             more = sum(1 for x in found if x.plan == d.plan and x.severity == ERROR) - 1
             extra = f" (and {more} more: run graph-engine validate {path})" if more else ""
-            target = "the library's top level is invalid" if d.plan == "(library)" else \
-                f"plan '{d.plan}' is disabled, the others keep working"
-            lines.append(f"{path}: {target}: [{d.rule}] {d.message} (fix: {d.fix}){extra}")
+            at = f" ({d.file}:{d.line}:{d.col})" if d.line is not None else ""
+            if d.plan == "(library)":
+                target = "the library's top level is invalid"
+            elif d.rule == "syntax" and d.file:
+                target = f"DOT file {d.file} is not loaded, the others keep working"
+            else:
+                target = f"plan '{d.plan}' is disabled, the others keep working"
+            lines.append(f"{path}: {target}: [{d.rule}] {d.message}{at} (fix: {d.fix}){extra}")
         else:
-            lines.append(f"{path}: {d.line()}")
+            lines.append(f"{path}: {d.text()}")
     return lines
 
 
@@ -143,7 +148,73 @@ def load_library_file(path: str) -> Library:
         data = parse_json(blob)
     except (ValueError, UnicodeDecodeError):
         raise ValueError(f"{path}: not valid JSON ({_json_error(blob)}); fix the syntax") from None
-    return build_library(data, path)
+    dots = dot_files(path)
+    if not dots:
+        return build_library(data, path)
+    return with_dot_plans(data, path, dots)
+
+
+def dot_files(path: str) -> list[str]:
+    """DOT plans beside the library file (``*.dot``), in name order."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        return sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".dot"))
+    except OSError:
+        return []
+
+
+def with_dot_plans(data: Any, path: str, dots: list[str], use_jsonschema: bool = False) -> Library:
+    """The JSON library plus the DOT plans, through the same schema and lint; DOT findings carry line:col."""
+    from .dot import DotSyntaxError, parse
+    from .dot_plan import to_plan
+
+    if not isinstance(data, dict) or not isinstance(data.get("plans"), dict):
+        return check_document(data, path, use_jsonschema)  # raises the document's own problem
+    plans = dict(data["plans"])
+    extra: list[Diagnostic] = []
+    positions: dict[str, tuple[str, Any]] = {}
+    for dot_path in dots:
+        try:
+            with open(dot_path, encoding="utf-8") as fh:
+                graph = parse(fh.read())
+        except (OSError, UnicodeDecodeError) as exc:
+            extra.append(diag("schema", dot_path, f"cannot read the DOT file ({exc})", "check the file"))
+            continue
+        except DotSyntaxError as exc:
+            extra.append(replace(diag("syntax", dot_path, exc.message, "fix the DOT syntax"), line=exc.line,
+                                 col=exc.col, file=dot_path))
+            continue
+        pid, plan, found = to_plan(graph)
+        if pid in plans:
+            extra.append(replace(diag("duplicate_plan", pid, f"plan id '{pid}' is already defined in {path}",
+                                      "rename the digraph"), line=graph.line, col=graph.col, file=dot_path))
+            continue
+        plans[pid] = plan
+        positions[pid] = (dot_path, graph)
+        extra.extend(replace(d, file=dot_path) for d in found)
+    lib = check_document(dict(data, plans=plans), path, use_jsonschema)
+    located = [_locate(d, positions) for d in lib.diagnostics] + extra
+    broken = {d.plan for d in located if d.severity == ERROR}
+    kept = {pid: p for pid, p in lib.plans.items() if pid not in broken}
+    return Library(path=path, plans=kept, problems=tuple(_problem_lines(path, located)), meta=lib.meta,
+                   diagnostics=tuple(located), worst_case_turns=lib.worst_case_turns)
+
+
+def _locate(d: Diagnostic, positions: dict[str, tuple[str, Any]]) -> Diagnostic:
+    """Give a finding on a DOT plan the position of its node or edge in the DOT file."""
+    if d.plan not in positions:
+        return d
+    dot_path, graph = positions[d.plan]
+    line, col = graph.line, graph.col
+    if d.edge:
+        src, _, rest = d.edge.partition(" -(")
+        dst = rest.partition(")-> ")[2]
+        match = next((e for e in graph.edges if e.src == src and e.dst == dst), None)
+        if match is not None:
+            line, col = match.line, match.col
+    elif d.node and d.node in graph.nodes:
+        line, col = graph.nodes[d.node].line, graph.nodes[d.node].col
+    return replace(d, line=line, col=col, file=dot_path)
 
 
 def _json_error(blob: bytes) -> str:
@@ -157,6 +228,17 @@ def _json_error(blob: bytes) -> str:
     return "unreadable"
 
 
+def _dot_stamp(path: str) -> tuple:
+    out = []
+    for f in dot_files(path):
+        try:
+            st = os.stat(f)
+        except OSError:
+            continue
+        out.append((f, st.st_mtime_ns, st.st_size))
+    return tuple(out)
+
+
 class LibraryCache:
     """Re-reads the library when its file changes; keeps the last good copy and old plan versions."""
 
@@ -166,7 +248,7 @@ class LibraryCache:
         self._loader = loader
         self.recheck_seconds = recheck_seconds
         self._checked_at = -1e18
-        self._stamp: tuple[int, int] | None = None
+        self._stamp: tuple | None = None
         self.current: Library | None = None
         self._versions: dict[tuple[str, str], Plan] = {}
 
@@ -180,7 +262,7 @@ class LibraryCache:
         self._checked_at = now
         try:
             st = os.stat(self.path)
-            stamp = (st.st_mtime_ns, st.st_size)
+            stamp = (st.st_mtime_ns, st.st_size, _dot_stamp(self.path))
         except OSError as exc:
             stamp = None
             if self._stamp is not None or self.current is None:

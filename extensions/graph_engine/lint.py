@@ -48,6 +48,18 @@ RULES: Mapping[str, tuple[str, str]] = {
     "threshold_unreachable": (ERROR, "the trigger threshold is higher than the plan can score"),
     "trigger_overlap": (WARNING, "one trigger phrase contains another of the same plan: one phrase scores twice"),
     "duplicate_trigger": (WARNING, "the same trigger phrase in two plans (or twice in one)"),
+    # DOT files (Attractor rule ids where the rule is the same)
+    "syntax": (ERROR, "a DOT file that does not parse (the message gives line:column)"),
+    "duplicate_plan": (ERROR, "a DOT plan whose id (the digraph name) is already taken"),
+    "type_known": (ERROR, "a node whose shape or type names no handler"),
+    "type_supported": (ERROR, "a handler type the engine cannot run yet (human gate, parallel, fan-in, manager)"),
+    "condition_syntax": (ERROR, "an edge condition the engine does not route on"),
+    "retry_target_exists": (ERROR, "retry_target or fallback_retry_target names no node"),
+    "goal_gate_has_retry": (WARNING, "a goal gate without a retry target"),
+    "prompt_on_llm_nodes": (WARNING, "a task node without a prompt or label"),
+    "stylesheet_syntax": (ERROR, "a model_stylesheet that is not 'selector { key: value; }' rules"),
+    "fidelity_valid": (ERROR, "a fidelity value outside full, truncate, compact, summary:low|medium|high"),
+    "attribute_unused": (WARNING, "an Attractor attribute kept but without effect inside Agent-Zero yet"),
 }
 
 OUTCOMES = ("success", "retry", "exhausted")
@@ -74,14 +86,18 @@ class Diagnostic:
     edge: str | None
     message: str
     fix: str
+    line: int | None = None  # for DOT files: 1-based position of the node, edge or graph
+    col: int | None = None
+    file: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if v is not None or k in ("node", "edge")}
 
-    def line(self) -> str:
+    def text(self) -> str:
+        at = f"{self.file or ''}:{self.line}:{self.col}: " if self.line is not None else ""
         where = f"plan '{self.plan}'" + (f" node '{self.node}'" if self.node else "") + \
                 (f" edge {self.edge}" if self.edge else "")
-        return f"{self.severity} [{self.rule}] {where}: {self.message} (fix: {self.fix})"
+        return f"{at}{self.severity} [{self.rule}] {where}: {self.message} (fix: {self.fix})"
 
 
 def diag(rule: str, plan: str, message: str, fix: str, node: str | None = None,
