@@ -41,7 +41,7 @@ def test_every_node_type_condition_check_pace_level_and_rule_is_documented():
 def test_the_schema_enums_match_the_model():
     defs = SCHEMA["$defs"]
     assert tuple(defs["node"]["properties"]["type"]["enum"]) == NODE_TYPES
-    assert tuple(defs["edge"]["properties"]["condition"]["enum"]) == CONDITIONS
+    assert tuple(defs["edge"]["properties"]["condition"]["anyOf"][0]["enum"]) == CONDITIONS
     assert tuple(defs["verify"]["properties"]["type"]["enum"]) == VERIFY_TYPES
     assert tuple(defs["step"]["properties"]["on_fail"]["enum"]) == ON_FAIL_ACTIONS
     assert tuple(defs["node"]["properties"]["pace_level"]["enum"]) == PACE_LEVELS

@@ -22,17 +22,19 @@ SHAPES = {"Mdiamond": "start", "Msquare": "exit", "box": "codergen", "parallelog
           "diamond": "conditional", "hexagon": "wait.human", "component": "parallel",
           "tripleoctagon": "parallel.fan_in", "house": "stack.manager_loop"}
 HANDLER_TO_NODE = {"start": "start", "exit": "exit", "codergen": "task", "tool": "task", "conditional": "decision",
-                   "task": "task", "decision": "decision", "escalate": "escalate", "checkpoint": "checkpoint"}
-UNSUPPORTED = {"wait.human": "human gate", "parallel": "parallel branch", "parallel.fan_in": "fan-in",
-               "stack.manager_loop": "manager loop"}
+                   "task": "task", "decision": "decision", "escalate": "escalate", "checkpoint": "checkpoint",
+                   "wait.human": "human", "human": "human"}
+UNSUPPORTED = {"parallel": "parallel branch", "parallel.fan_in": "fan-in", "stack.manager_loop": "manager loop"}
 SHAPE_OF = {"start": "Mdiamond", "exit": "Msquare", "task": "box", "decision": "diamond", "escalate": "octagon",
-            "checkpoint": "cylinder"}
+            "checkpoint": "cylinder", "human": "hexagon"}
 OUR_NODE_KEYS = ("label", "prompt", "tool", "tool_hint", "max_retries", "pace_level", "reason", "continue_on_fail",
-                 "description", "type", "shape")
+                 "description", "type", "shape", "goal_gate", "retry_target", "fallback_retry_target",
+                 "human.default_choice")
 ATTRACTOR_NODE_KEYS = ("goal_gate", "retry_target", "fallback_retry_target", "allow_partial", "timeout", "class",
                        "fidelity", "thread_id", "llm_model", "llm_provider", "reasoning_effort", "auto_status")
 GRAPH_PLAN_KEYS = {"triggers": "list", "strong_triggers": "list", "domains": "list", "trigger_threshold": "int",
-                   "stale_after_turns": "int", "max_turns": "int", "description": "str"}
+                   "stale_after_turns": "int", "max_turns": "int", "description": "str", "retry_target": "str",
+                   "fallback_retry_target": "str"}
 CONDITIONS = {"on_success", "on_fail", "on_retry", "on_exhaust", "always"}
 OUTCOME_CONDITIONS = {"outcome=success": "on_success", "outcome=fail": "on_fail", "outcome=retry": "on_retry"}
 FIDELITY = {"full", "truncate", "compact", "summary:low", "summary:medium", "summary:high"}
@@ -106,9 +108,6 @@ def to_plan(g: DotGraph) -> tuple[str, dict[str, Any], list[Diagnostic]]:
             if not (n.attrs.get("retry_target") or g.attrs.get("retry_target")):
                 found.append(_diag("goal_gate_has_retry", "warning", pid, "goal gate without a retry target",
                                    "add retry_target=...", n.line, n.col, node=nid))
-            found.append(_diag("attribute_unused", "warning", pid, "goal_gate is kept but has no effect inside "
-                               "Agent-Zero yet", "route failures with on_fail / on_exhaust edges", n.line, n.col,
-                               node=nid))
         nodes[nid] = _node(n.attrs, ntype, htype, goal, default_retries)
     edges = []
     for e in g.edges:
@@ -117,14 +116,17 @@ def to_plan(g: DotGraph) -> tuple[str, dict[str, Any], list[Diagnostic]]:
         if cond is not None:
             mapped = _condition(str(cond))
             if mapped is None:
-                found.append(_diag("condition_syntax", "error", pid, f"condition {cond!r} is not one this engine "
-                                   f"routes on", "use on_success, on_fail, on_retry, on_exhaust, always, "
-                                   "outcome=success or outcome=fail", e.line, e.col, edge=f"{e.src} -> {e.dst}"))
+                found.append(_diag("condition_syntax", "error", pid, f"condition {cond!r} is neither a shorthand nor "
+                                   "key=value / key!=value clauses joined by &&", "use on_success, on_fail, "
+                                   "on_retry, on_exhaust, always, or e.g. outcome=success && context.lang=python",
+                                   e.line, e.col, edge=f"{e.src} -> {e.dst}"))
             else:
                 edge["condition"] = mapped
         if "label" in e.attrs:
             edge["label"] = str(e.attrs["label"])
-        extra = {k: _plain(v) for k, v in e.attrs.items() if k not in ("condition", "label")}
+        if isinstance(e.attrs.get("weight"), (int, float)) and not isinstance(e.attrs.get("weight"), bool):
+            edge["weight"] = e.attrs["weight"]
+        extra = {k: _plain(v) for k, v in e.attrs.items() if k not in ("condition", "label", "weight")}
         if extra:
             edge["_attractor"] = extra
         edges.append(edge)
@@ -148,11 +150,17 @@ def _node(attrs: dict[str, Value], ntype: str, htype: str, goal: str, default_re
         node["action"] = action.replace("$goal", goal)
         if htype == "tool" and "tool" not in attrs:
             node["tool"] = "code_execution_tool"
-    for key in ("tool", "tool_hint", "pace_level", "reason", "description"):
+    for key in ("tool", "tool_hint", "pace_level", "reason", "description", "retry_target",
+                "fallback_retry_target"):
         if key in attrs:
             node[key] = str(attrs[key])
-    if "continue_on_fail" in attrs:
-        node["continue_on_fail"] = attrs["continue_on_fail"]
+    if ntype == "human" and prompt is not None:
+        node["description"] = str(prompt).replace("$goal", goal)
+    if "human.default_choice" in attrs:
+        node["default_choice"] = str(attrs["human.default_choice"])
+    for key in ("continue_on_fail", "goal_gate"):
+        if key in attrs:
+            node[key] = attrs[key]
     retries = attrs.get("max_retries", default_retries if ntype == "task" else None)
     if retries is not None:
         node["max_retries"] = retries
@@ -169,10 +177,17 @@ def _node(attrs: dict[str, Value], ntype: str, htype: str, goal: str, default_re
 
 
 def _condition(text: str) -> str | None:
+    """A shorthand stays; an expression is kept when it parses (the engine evaluates it)."""
+    from .routing import ConditionError, parse_condition
+
     text = text.strip()
     if text in CONDITIONS:
         return text
-    return OUTCOME_CONDITIONS.get(text.replace(" ", ""))
+    try:
+        parse_condition(text)
+    except ConditionError:
+        return None
+    return text
 
 
 def _plan_value(key: str, value: Value) -> Any:
@@ -223,7 +238,7 @@ def to_dot(plan_id: str, raw: dict[str, Any], highlight: dict[str, Any] | None =
     for key in ("domains", "triggers", "strong_triggers"):
         if raw.get(key):
             gattrs.append((key, ", ".join(raw[key])))
-    for key in ("trigger_threshold", "stale_after_turns", "max_turns"):
+    for key in ("trigger_threshold", "stale_after_turns", "max_turns", "retry_target", "fallback_retry_target"):
         if key in raw:
             gattrs.append((key, raw[key]))
     start = raw["graph"]["start"]
@@ -241,9 +256,12 @@ def to_dot(plan_id: str, raw: dict[str, Any], highlight: dict[str, Any] | None =
             pairs.append(("label", node["name"]))
         if ntype == "task":
             pairs.append(("prompt", node.get("action", "")))  # an empty prompt stays empty on re-import
-        for key in ("tool", "tool_hint", "description", "reason", "pace_level", "max_retries", "continue_on_fail"):
+        for key in ("tool", "tool_hint", "description", "reason", "pace_level", "max_retries", "continue_on_fail",
+                    "goal_gate", "retry_target", "fallback_retry_target"):
             if key in node:
                 pairs.append((key, node[key]))
+        if "default_choice" in node:
+            pairs.append(("human.default_choice", node["default_choice"]))
         verify = node.get("verify")
         if verify:
             pairs.append(("verify", verify.get("type", "any_output")))
@@ -260,6 +278,8 @@ def to_dot(plan_id: str, raw: dict[str, Any], highlight: dict[str, Any] | None =
             pairs.append(("condition", cond))
         if "label" in e:
             pairs.append(("label", e["label"]))
+        if "weight" in e:
+            pairs.append(("weight", e["weight"]))
         pairs += sorted(e.get("_attractor", {}).items())
         n = counts.get((e["from"], e["to"], cond))
         if n:

@@ -41,7 +41,8 @@ from .history import CallOutput
 from .matching import best_match, domain_leaves_plan
 from .model import Edge, Node, Plan
 from .state import (MAX_CONSUMED, emit, new_state, push_path, record_shown, remember, shown_node)
-from .verify import Evidence, Verdict, check, judged_text
+from .routing import accelerator, normalise_label, select_edge
+from .verify import Evidence, Verdict, capture, check, judged_text
 
 PROMPTS_AFTER = "prompts_after"
 BEFORE_MAIN = "before_main"
@@ -109,6 +110,9 @@ def step(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any] | None
     run = _resume(lookup, state, fx)
     if run is not None:
         _judge(run, obs, _tick(run, obs))
+        run = _alive(run)
+    if run is not None and obs.iteration == 0 and run.node.type == "human":
+        _human_answer(run, obs)
         run = _alive(run)
     if obs.hook == BEFORE_MAIN and obs.iteration == 0:
         run = _new_message(plans, run, obs, fx)
@@ -211,40 +215,62 @@ def _judge(run: Run, obs: Observation, key: str) -> None:
     if run.plan.mode == "linear":
         _linear_verdict(run, node, verdict, digest)
     else:
-        _graph_verdict(run, node, verdict, digest)
+        _graph_verdict(run, node, verdict, digest, capture(node.verify, evidence))
 
 
 # ── graph traversal ─────────────────────────────────────────────────────────
 
 
-def _graph_verdict(run: Run, node: Node, verdict: Verdict, digest: str) -> None:
+STATUS_OF = {"success": "success", "retry": "retry", "exhausted": "fail"}
+MAX_CONTEXT_KEYS = 32
+MAX_CONTEXT_VALUE = 200
+
+
+def _graph_verdict(run: Run, node: Node, verdict: Verdict, digest: str, captured: dict[str, str]) -> None:
     s = run.state
     v = s["visited"].setdefault(node.id, {"outcome": "pending", "attempts": 0, "failures": 0})
     v["attempts"] += 1
     emit(s, "node_verified", node=node.id, outcome="success" if verdict.ok else "fail", reason=verdict.reason,
-         evidence_sha256=digest)
+         evidence_sha256=digest, **({"captured": captured} if captured else {}))
+    _update_context(s, captured)
     if verdict.ok:
         v["outcome"] = "success"
         s["last_outcome"], s["last_failure"] = "success", ""
         _count_progress(run, node)
-        _follow_or_stall(run, node, _pick(run.plan, node.id, ("on_success", "always")), "success", verdict)
+    else:
+        v["failures"] += 1
+        s["last_failure"] = verdict.reason
+        if v["failures"] <= node.max_retries:
+            s["last_outcome"] = "retry"
+            emit(s, "retry_triggered", node=node.id, attempt=v["failures"] + 1, of=node.max_retries + 1)
+        else:
+            v["outcome"] = "fail"
+            s["last_outcome"] = "exhausted"
+            if node.id not in s["steps_failed"]:
+                s["steps_failed"].append(node.id)
+    _route(run, node, {"status": STATUS_OF[s["last_outcome"]], "context_updates": captured}, verdict.reason)
+
+
+def _update_context(s: dict[str, Any], captured: dict[str, str]) -> None:
+    if not captured:
         return
-    v["failures"] += 1
-    s["last_failure"] = verdict.reason
-    if v["failures"] <= node.max_retries:
-        s["last_outcome"] = "retry"
-        emit(s, "retry_triggered", node=node.id, attempt=v["failures"] + 1, of=node.max_retries + 1)
-        edge = _pick(run.plan, node.id, ("on_retry",))
-        if edge is not None:
-            _follow(run, edge)
-            _settle(run)
-        return  # no on_retry edge: retry in place
-    v["outcome"] = "fail"
-    s["last_outcome"] = "exhausted"
-    if node.id not in s["steps_failed"]:
-        s["steps_failed"].append(node.id)
-    edge = _pick(run.plan, node.id, ("on_exhaust", "on_fail", "always"))
-    _follow_or_stall(run, node, edge, "fail", verdict)
+    ctx = s.setdefault("context", {})
+    for key, value in captured.items():
+        if key in ctx or len(ctx) < MAX_CONTEXT_KEYS:
+            ctx[key] = value[:MAX_CONTEXT_VALUE]
+
+
+def _route(run: Run, node: Node, outcome: dict[str, Any], reason: str) -> None:
+    """Follow the edge the outcome selects (routing.select_edge), stay for a retry in place, or stall."""
+    run.state["outcome"] = {k: v for k, v in outcome.items() if k != "context_updates"}
+    edge, _, stay = select_edge(run.plan, node.id, outcome, run.state.get("context", {}), "task")
+    if stay:
+        return  # a retry without an on_retry route: the step is retried in place
+    if edge is None:
+        _stall(run, node, outcome["status"], reason)
+        return
+    _follow(run, edge)
+    _settle(run)
 
 
 def _count_progress(run: Run, node: Node) -> None:
@@ -259,23 +285,6 @@ def _count_progress(run: Run, node: Node) -> None:
     s["turns_since_progress"] = 0
     if node.id in run.plan.success_index:
         s["current_step"] = min(s["current_step"] + 1, run.plan.total_steps)
-
-
-def _pick(plan: Plan, node_id: str, conditions: Sequence[str]) -> Edge | None:
-    edges = plan.out_edges.get(node_id, ())
-    for cond in conditions:
-        for e in edges:
-            if e.condition == cond:
-                return e
-    return None
-
-
-def _follow_or_stall(run: Run, node: Node, edge: Edge | None, outcome: str, verdict: Verdict) -> None:
-    if edge is not None:
-        _follow(run, edge)
-        _settle(run)
-        return
-    _stall(run, node, outcome, verdict.reason)
 
 
 def _stall(run: Run, node: Node, outcome: str, reason: str) -> None:
@@ -301,14 +310,17 @@ def _follow(run: Run, edge: Edge) -> None:
 
 
 def _settle(run: Run) -> None:
-    """Pass through start, checkpoint and decision nodes until a task or a terminal node."""
+    """Pass through start, checkpoint and decision nodes until a task, a human gate or a terminal node."""
     for _ in range(MAX_SETTLE_STEPS):
         node = run.node
-        if node.type == "task":
+        if node.type in ("task", "human"):
             return
         if node.type == "exit":
-            _complete(run, node)
-            return
+            if _goal_gates_hold(run, node):
+                _complete(run, node)
+            if run.fx.ended or run.node.type in ("task", "human"):
+                return
+            continue
         if node.type == "escalate":
             _escalate(run, node)
             return
@@ -324,19 +336,96 @@ def _settle(run: Run) -> None:
 
 
 def _pass_through_edge(run: Run, node: Node) -> Edge | None:
+    s = run.state
     if node.type == "checkpoint":
-        run.state["checkpoint"] = node.id
-        emit(run.state, "checkpoint_reached", node=node.id, name=node.name)
+        s["checkpoint"] = node.id
+        emit(s, "checkpoint_reached", node=node.id, name=node.name)
     if node.type != "decision":
-        return _pick(run.plan, node.id, ("always", "on_success"))
-    last = run.state.get("last_outcome") or "success"
-    order = {
-        "success": ("on_success", "always"),
-        "retry": ("on_fail", "on_retry", "always"),
-        "exhausted": ("on_fail", "on_exhaust", "always"),
-    }[last]
-    emit(run.state, "decision_routed", node=node.id, outcome=last)
-    return _pick(run.plan, node.id, order)
+        edge, _, _ = select_edge(run.plan, node.id, {"status": "success"}, s.get("context", {}), "pass")
+        return edge
+    last = s.get("last_outcome") or "success"
+    outcome = dict(s.get("outcome") or {}, status=STATUS_OF.get(last, "success"))
+    emit(s, "decision_routed", node=node.id, outcome=last)
+    edge, _, _ = select_edge(run.plan, node.id, outcome, s.get("context", {}), "decision")
+    return edge
+
+
+# ── human gates ─────────────────────────────────────────────────────────────
+
+
+def human_options(plan: Plan, node: Node) -> list[Edge]:
+    return list(plan.out_edges.get(node.id, ()))
+
+
+def match_answer(plan: Plan, node: Node, answer: str) -> Edge | None:
+    """The option an answer names: its accelerator key, its label, or its target id (any letter case)."""
+    text = " ".join(answer.strip().lower().split()).rstrip(".!")
+    if not text:
+        return None
+    for edge in human_options(plan, node):
+        key = accelerator(edge.label)
+        if text in {k for k in (key, normalise_label(edge.label), edge.dst.lower()) if k}:
+            return edge
+    return None
+
+
+def _human_answer(run: Run, obs: Observation) -> None:
+    """The user's message that follows a human gate's question is its answer."""
+    s, node = run.state, run.node
+    if s.get("message_monologue") == obs.monologue or not obs.user_message.strip():
+        return
+    s["message_monologue"] = obs.monologue  # this message is an answer, not a new request
+    answer = obs.user_message.strip()
+    entry = s["visited"].setdefault(node.id, {"outcome": "pending", "attempts": 0, "failures": 0})
+    entry["attempts"] += 1
+    edge = match_answer(run.plan, node, answer)
+    how = "answer"
+    if edge is None:
+        entry["failures"] += 1
+        if entry["failures"] < 2:
+            s["route_note"] = f"The answer {answer[:80]!r} matches no option; ask again, naming the options."
+            emit(s, "human_reasked", node=node.id, answer=answer[:200])
+            return
+        edge = match_answer(run.plan, node, node.default_choice) if node.default_choice else None
+        how = "default choice"
+        if edge is None:
+            emit(s, "human_unanswered", node=node.id, answer=answer[:200])
+            _end(run, "ENDED", f"the answers to '{node.name}' matched none of its options and it has no default "
+                               "choice")
+            return
+    entry["outcome"] = "success"
+    emit(s, "human_answered", node=node.id, answer=answer[:200], choice=edge.label or edge.dst, by=how)
+    s["outcome"] = {"status": "success", "preferred_label": edge.label}
+    s["last_outcome"] = "success"
+    _follow(run, edge)
+    _settle(run)
+
+
+MAX_GATE_JUMPS = 8
+
+
+def _goal_gates_hold(run: Run, exit_node: Node) -> bool:
+    """At an exit: every goal gate the run executed must have passed its last check; else jump to its
+    retry target (node's, then fallback, then the plan's), or end the plan when there is none."""
+    s = run.state
+    for nid, entry in s["visited"].items():
+        node = run.plan.nodes.get(nid)
+        if node is None or not node.goal_gate or entry.get("attempts", 0) == 0 or entry.get("outcome") == "success":
+            continue
+        target = (node.retry_target or node.fallback_retry_target or run.plan.retry_target
+                  or run.plan.fallback_retry_target)
+        jumps = s.setdefault("gate_jumps", {})
+        if not target or jumps.get(nid, 0) >= min(MAX_GATE_JUMPS, node.max_retries + 1):
+            why = f"goal gate '{node.name}' is not satisfied" + ("" if target else " and names no retry target")
+            emit(s, "goal_gate_failed", node=nid, at=exit_node.id)
+            _end(run, "ENDED", why)
+            s["status"] = "aborted"
+            return False
+        jumps[nid] = jumps.get(nid, 0) + 1
+        emit(s, "goal_gate_unsatisfied", node=nid, at=exit_node.id, retry_target=target)
+        _follow(run, Edge(src=exit_node.id, dst=target, condition="goal_gate"))
+        return False
+    return True
 
 
 def _complete(run: Run, node: Node) -> None:

@@ -23,6 +23,7 @@ from typing import Any, Iterable, Mapping
 
 from .matching import trigger_pattern
 from .model import Edge, Node, Plan
+from .routing import DECISION_SHORTHANDS, TASK_SHORTHANDS, select_edge
 
 ERROR, WARNING = "error", "warning"
 
@@ -59,7 +60,7 @@ RULES: Mapping[str, tuple[str, str]] = {
     "prompt_on_llm_nodes": (WARNING, "a task node without a prompt or label"),
     "stylesheet_syntax": (ERROR, "a model_stylesheet that is not 'selector { key: value; }' rules"),
     "fidelity_valid": (ERROR, "a fidelity value outside full, truncate, compact, summary:low|medium|high"),
-    "attribute_unused": (WARNING, "an Attractor attribute kept but without effect inside Agent-Zero yet"),
+    "human_options": (ERROR, "a human gate option (edge) without a label"),
 }
 
 OUTCOMES = ("success", "retry", "exhausted")
@@ -112,51 +113,95 @@ def edge_name(e: Edge) -> str:
 # ── routing, as the engine does it ──────────────────────────────────────────
 
 
-def outcome_edge(plan: Plan, node: Node, outcome: str) -> Edge | None:
-    order = DECISION_ORDER[outcome] if node.type == "decision" else (
-        ("always", "on_success") if node.type in ("start", "checkpoint") else TASK_ORDER[outcome])
+STATUS_OF = {"success": "success", "retry": "retry", "exhausted": "fail"}
+
+
+def _kind(node: Node) -> str:
+    return "decision" if node.type == "decision" else "pass" if node.type in ("start", "checkpoint") else "task"
+
+
+def _outcome_clauses_hold(clauses: tuple, status: str) -> tuple[bool, bool]:
+    """(may match, surely matches) for an expression's clauses, knowing only the outcome's status."""
+    sure = True
+    for key, op, value in clauses:
+        if key != "outcome":
+            sure = False  # depends on the context or the preferred label
+        elif (value == status) != (op == "="):
+            return False, False
+    return True, sure
+
+
+def possible_edges(plan: Plan, node: Node, outcome: str) -> tuple[list[Edge], bool]:
+    """Every edge the engine might take for this outcome (routing.select_edge), and whether it may stay."""
+    status = STATUS_OF[outcome]
+    kind = _kind(node)
+    wanted = ("on_success",) if kind == "pass" else (
+        DECISION_SHORTHANDS if kind == "decision" else TASK_SHORTHANDS)[status]
     edges = plan.out_edges.get(node.id, ())
-    for cond in order:
-        for e in edges:
-            if e.condition == cond:
-                return e
-    return None
+    found: list[Edge] = []
+    certain = False
+    for e in edges:
+        if e.condition in wanted:
+            found.append(e)
+            certain = True
+        elif e.clauses:
+            may, sure = _outcome_clauses_hold(e.clauses, status)
+            if may:
+                found.append(e)
+                certain = certain or sure
+    if certain:
+        return found, False
+    if status == "retry" and kind == "task":
+        return found, True
+    return found + [e for e in edges if e.condition == "always"], False
 
 
-def resolve(plan: Plan, node_id: str, outcome: str) -> str | None:
-    """Where a task's outcome leads: the next task or terminal node; None for a stall.
+def outcome_edge(plan: Plan, node: Node, outcome: str) -> Edge | None:
+    """The edge taken for an outcome when no context is involved (shorthands and unconditional edges)."""
+    edge, _, _ = select_edge(plan, node.id, {"status": STATUS_OF[outcome]}, {}, _kind(node))
+    return edge
 
-    A retry without an ``on_retry`` edge stays on the node."""
+
+def resolve(plan: Plan, node_id: str, outcome: str) -> tuple[str | None, ...]:
+    """Where a task's outcome may lead: task, human gate or terminal nodes; None marks a possible stall.
+
+    A retry without a matching route stays on the node."""
     node = plan.nodes[node_id]
-    edge = outcome_edge(plan, node, outcome)
-    if edge is None:
-        return node_id if (outcome == "retry" and node.type == "task") else None
-    return settle(plan, edge.dst, outcome)
+    edges, stay = possible_edges(plan, node, outcome)
+    targets: set[str | None] = {node_id} if stay else set()
+    for e in edges:
+        targets |= set(settle(plan, e.dst, outcome))
+    if not edges and not stay:
+        targets.add(None)
+    return tuple(sorted(targets, key=lambda t: (t is None, t or "")))
 
 
-def settle(plan: Plan, node_id: str, outcome: str) -> str | None:
-    for _ in range(MAX_PASS_THROUGH):
-        node = plan.nodes[node_id]
-        if node.type not in PASS_THROUGH:
-            return node_id
-        edge = outcome_edge(plan, node, outcome)
-        if edge is None:
-            return None
-        node_id = edge.dst
-    return None
+def settle(plan: Plan, node_id: str, outcome: str, depth: int = 0) -> tuple[str | None, ...]:
+    node = plan.nodes[node_id]
+    if node.type not in PASS_THROUGH:
+        return (node_id,)
+    if depth >= MAX_PASS_THROUGH:
+        return (None,)
+    edges, _ = possible_edges(plan, node, outcome)
+    if not edges:
+        return (None,)
+    out: set[str | None] = set()
+    for e in edges:
+        out |= set(settle(plan, e.dst, outcome, depth + 1))
+    return tuple(out)
 
 
 def can_fail(node: Node) -> bool:
     return node.type == "task" and node.verify is not None
 
 
-def transitions(plan: Plan) -> dict[str, dict[str, str | None]]:
-    """Per task node: outcome -> next task or terminal node (None = stall)."""
-    table: dict[str, dict[str, str | None]] = {}
+def transitions(plan: Plan) -> dict[str, dict[str, tuple[str | None, ...]]]:
+    """Per task node: outcome -> the task, human gate or terminal nodes it may lead to (None = a stall)."""
+    table: dict[str, dict[str, tuple[str | None, ...]]] = {}
     for node in plan.nodes.values():
         if node.type != "task":
             continue
-        outs: dict[str, str | None] = {"success": resolve(plan, node.id, "success")}
+        outs = {"success": resolve(plan, node.id, "success")}
         if can_fail(node):
             if node.max_retries > 0:
                 outs["retry"] = resolve(plan, node.id, "retry")
@@ -226,16 +271,23 @@ def _shape_rules(plan: Plan) -> list[Diagnostic]:
         if node.id not in reachable:
             found.append(diag("reachability", pid, "no path from the start node reaches it",
                               "add an edge to it or remove the node", node=node.id))
-        seen: set[str] = set()
+        seen: set[tuple[str, str, float]] = set()
         for e in outs:
-            if e.condition in seen:
+            key = (e.condition, e.label if e.condition == "always" else "", e.weight)
+            if key in seen:
                 found.append(diag("duplicate_condition", pid, f"second '{e.condition}' edge from the node",
-                                  "merge the edges or give one another condition", node=node.id, edge=edge_name(e)))
-            seen.add(e.condition)
+                                  "merge the edges or give one another condition (or weight, or label)",
+                                  node=node.id, edge=edge_name(e)))
+            seen.add(key)
+        if node.type == "human" and any(not e.label for e in outs):
+            found.append(diag("human_options", pid, "a human gate's edge has no label, so the user cannot choose it",
+                              'label every option, e.g. "[A] Approve"', node=node.id))
         if node.type == "decision":
-            conds = {e.condition for e in outs}
-            if "on_success" not in conds or not conds & {"on_fail", "on_retry", "on_exhaust"}:
-                found.append(diag("decision_branches", pid, f"decision routes only on {sorted(conds) or 'nothing'}",
+            ok_edges = {(e.dst, e.condition) for e in possible_edges(plan, node, "success")[0]}
+            bad_edges = {(e.dst, e.condition) for e in possible_edges(plan, node, "exhausted")[0]}
+            if not ok_edges or not bad_edges or ok_edges == bad_edges:
+                conds = sorted({e.condition for e in outs})
+                found.append(diag("decision_branches", pid, f"decision routes only on {conds or 'nothing'}",
                                   "give it an on_success edge and an on_fail (or on_retry/on_exhaust) edge",
                                   node=node.id))
     return found
@@ -257,24 +309,26 @@ def _routing_rules(plan: Plan, table: Mapping[str, Mapping[str, str | None]]) ->
         node = plan.nodes[nid]
         if not plan.out_edges.get(nid):
             continue  # dead_end says it
-        for outcome, target in outs.items():
-            if target is None:
+        for outcome, targets in outs.items():
+            if None in targets:
                 rule = "failure_unrouted" if outcome != "success" else "dead_end"
                 found.append(diag(rule, pid, f"no route for outcome '{outcome}': the run would stall here",
                                   "add an on_exhaust (or on_fail) edge to an escalation" if outcome != "success"
                                   else "add an on_success edge", node=nid))
         if not can_fail(node) or node.continue_on_fail:
             continue
-        if outs.get("exhausted") is not None and outs["exhausted"] == outs["success"]:
+        if outs.get("exhausted") and set(outs["exhausted"]) == set(outs["success"]):
             found.append(diag("failure_as_success", pid,
-                              f"a failed check goes on to '{outs['success']}' exactly as success does",
+                              f"a failed check goes on to '{', '.join(map(str, outs['success']))}' exactly as "
+                              "success does",
                               "add an on_exhaust edge to an escalation, or set continue_on_fail: true if that is "
                               "the intent", node=nid))
     return found
 
 
 def _free_cycles(plan: Plan, table: Mapping[str, Mapping[str, str | None]]) -> list[list[str]]:
-    graph = {nid: sorted({t for o, t in outs.items() if o != "retry" and t in table}) for nid, outs in table.items()}
+    graph = {nid: sorted({t for o, ts in outs.items() if o != "retry" for t in ts if t in table})
+             for nid, outs in table.items()}
     return [c for c in strongly_connected(graph) if len(c) > 1 or c[0] in graph[c[0]]]
 
 
@@ -333,7 +387,7 @@ def _worst_case(plan: Plan, table: Mapping[str, Mapping[str, str | None]]) -> in
         stack = [nid]
         while stack:
             cur = stack[-1]
-            nexts = [t for o, t in table[cur].items() if o != "retry" and t in table and t != cur]
+            nexts = sorted({t for o, ts in table[cur].items() if o != "retry" for t in ts if t in table and t != cur})
             todo = [t for t in nexts if t not in longest]
             if todo:
                 stack.extend(todo)

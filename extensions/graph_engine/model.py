@@ -16,10 +16,12 @@ import json
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
+
+from .routing import ConditionError, parse_condition
 from types import MappingProxyType
 from typing import Any, Mapping
 
-NODE_TYPES = ("start", "task", "decision", "escalate", "exit", "checkpoint")
+NODE_TYPES = ("start", "task", "decision", "escalate", "exit", "checkpoint", "human")
 CONDITIONS = ("on_success", "on_fail", "on_retry", "on_exhaust", "always")
 VERIFY_TYPES = (
     "output_contains",
@@ -60,6 +62,8 @@ class Verify:
     pattern: re.Pattern[str] | None = None
     fail_if: str = ""
     fail_pattern: re.Pattern[str] | None = None
+    capture: str = ""
+    capture_pattern: re.Pattern[str] | None = None
 
     def describe(self) -> str:
         """The check in plain words, as the model reads it."""
@@ -103,6 +107,10 @@ class Node:
     on_fail: str = "warn"
     required: bool = True
     continue_on_fail: bool = False
+    goal_gate: bool = False
+    retry_target: str = ""
+    fallback_retry_target: str = ""
+    default_choice: str = ""  # human gates: the option taken when the answer matches none, asked twice
 
 
 @dataclass(frozen=True)
@@ -111,6 +119,8 @@ class Edge:
     dst: str
     condition: str = "always"
     label: str = ""
+    weight: float = 0.0
+    clauses: tuple = ()  # a parsed expression condition (routing.parse_condition); () for a shorthand
 
 
 @dataclass(frozen=True)
@@ -131,6 +141,8 @@ class Plan:
     success_path: tuple[str, ...]
     version: str
     description: str = ""
+    retry_target: str = ""
+    fallback_retry_target: str = ""
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -175,6 +187,11 @@ def compile_plan(plan_id: str, raw: Any) -> Plan:
     if has_graph:
         nodes, edges, start = _compile_graph(plan_id, raw["graph"])
         mode = "graph"
+        for key in ("retry_target", "fallback_retry_target"):
+            target = raw.get(key, "")
+            _expect(isinstance(target, str) and (not target or target in nodes), plan_id, f"plans.{plan_id}.{key}",
+                    f"names no node ({target!r})", "point it at a declared node", rule="retry_target_exists")
+            common[key] = target
     else:
         nodes, edges, start = _compile_steps(plan_id, raw["steps"])
         mode = "linear"
@@ -199,6 +216,7 @@ def default_max_turns(nodes: Mapping[str, Node], stale: int) -> int:
 
 
 def _compile_common(plan_id: str, raw: dict) -> dict:
+    """Fields every plan has (graph plans add their retry targets)."""
     where = f"plans.{plan_id}"
     name = raw.get("name", plan_id)
     _expect(isinstance(name, str) and name.strip() != "", plan_id, f"{where}.name", "must be a non-empty string",
@@ -249,13 +267,16 @@ def _compile_node(plan_id: str, nid: str, spec: Any, where: str) -> Node:
         _expect(isinstance(value, str), plan_id, f"{where}.{key}", "must be a string", "write text")
     name = spec.get("name", nid)
     _expect(isinstance(name, str), plan_id, f"{where}.name", "must be a string", "write text")
-    cont = spec.get("continue_on_fail", False)
-    _expect(isinstance(cont, bool), plan_id, f"{where}.continue_on_fail", "must be true or false",
-            "write true to let a failed check continue along the node's 'always' edge")
+    flags = {k: spec.get(k, False) for k in ("continue_on_fail", "goal_gate")}
+    for key, value in flags.items():
+        _expect(isinstance(value, bool), plan_id, f"{where}.{key}", "must be true or false", "write true or false")
+    refs = {k: spec.get(k, "") for k in ("retry_target", "fallback_retry_target", "default_choice")}
+    for key, value in refs.items():
+        _expect(isinstance(value, str), plan_id, f"{where}.{key}", "must be a string", "write a node id or label")
     return Node(
         id=nid, type=ntype, name=name or nid, verify=_compile_verify(plan_id, spec.get("verify"), f"{where}.verify"),
         max_retries=_int(plan_id, spec.get("max_retries", 0), f"{where}.max_retries", 0),
-        pace_level=pace, continue_on_fail=cont, **texts,
+        pace_level=pace, **flags, **refs, **texts,
     )
 
 
@@ -267,11 +288,22 @@ def _compile_edge(plan_id: str, raw: Any, nodes: Mapping[str, Node], where: str)
     _expect(isinstance(dst, str) and dst in nodes, plan_id, f"{where}.to", f"names no node ({dst!r})",
             "point 'to' at a declared node", rule="edge_target_exists")
     cond = raw.get("condition", "always")
-    _expect(cond in CONDITIONS, plan_id, f"{where}.condition", f"unknown condition {cond!r}",
-            f"use one of {', '.join(CONDITIONS)}")
+    _expect(isinstance(cond, str), plan_id, f"{where}.condition", "must be a string",
+            f"use one of {', '.join(CONDITIONS)} or an expression such as outcome=success && context.lang=python")
+    clauses: tuple = ()
+    if cond not in CONDITIONS:
+        try:
+            clauses = parse_condition(cond)
+        except ConditionError as exc:
+            raise PlanError(plan_id, f"{where}.condition", f"condition {cond!r}: {exc}",
+                            f"use one of {', '.join(CONDITIONS)} or clauses key=value / key!=value joined by &&",
+                            rule="condition_syntax") from None
     label = raw.get("label", "")
     _expect(isinstance(label, str), plan_id, f"{where}.label", "must be a string", "write text")
-    return Edge(src=src, dst=dst, condition=cond, label=label)
+    weight = raw.get("weight", 0)
+    _expect(isinstance(weight, (int, float)) and not isinstance(weight, bool), plan_id, f"{where}.weight",
+            "must be a number", "write a number (higher wins among matching edges)")
+    return Edge(src=src, dst=dst, condition=cond, label=label, weight=float(weight), clauses=clauses)
 
 
 def _compile_steps(plan_id: str, steps: Any) -> tuple[dict[str, Node], list[Edge], str]:
@@ -320,7 +352,14 @@ def _compile_verify(plan_id: str, raw: Any, where: str) -> Verify | None:
     _expect(not fail_if or vtype not in ("manual", "file_exists"), plan_id, f"{where}.fail_if",
             f"{vtype} does not read the output, so fail_if would never apply", "remove fail_if")
     fail_pattern = _compile_regex(plan_id, fail_if, flags, f"{where}.fail_if") if fail_if else None
-    return Verify(type=vtype, value=value, pattern=pattern, fail_if=fail_if, fail_pattern=fail_pattern)
+    capture = raw.get("capture", "")
+    _expect(isinstance(capture, str), plan_id, f"{where}.capture", "must be a string",
+            "write a regular expression with named groups, e.g. (?P<lang>python|node)")
+    capture_pattern = _compile_regex(plan_id, capture, flags, f"{where}.capture") if capture else None
+    _expect(capture_pattern is None or bool(capture_pattern.groupindex), plan_id, f"{where}.capture",
+            "has no named group, so it captures nothing", "name the groups: (?P<name>...)")
+    return Verify(type=vtype, value=value, pattern=pattern, fail_if=fail_if, fail_pattern=fail_pattern,
+                  capture=capture, capture_pattern=capture_pattern)
 
 
 _NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[+*{](?:[^()\\]|\\.)*\)[+*{]")

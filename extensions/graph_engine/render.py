@@ -49,6 +49,8 @@ def linear_context(plan: Plan, state: dict[str, Any]) -> str:
 
 def graph_context(plan: Plan, state: dict[str, Any]) -> str:
     node = plan.nodes[state["current_node"]]
+    if node.type == "human":
+        return human_context(plan, state, node)
     lines = [f"[WORKFLOW: {plan.name}] step {min(state['current_step'] + 1, plan.total_steps)} "
              f"of {plan.total_steps} on the success path ({state['completed_nodes']} steps done)"]
     lines.append("  " + " → ".join(_trail(plan, state)))
@@ -131,6 +133,20 @@ def _cached(key: tuple, make: Callable[[], str]) -> str:
             _TEXT_CACHE.clear()
         text = _TEXT_CACHE[key] = make()
     return text
+
+
+def human_context(plan: Plan, state: dict[str, Any], node: Node) -> str:
+    options = [e.label or plan.nodes[e.dst].name for e in plan.out_edges.get(node.id, ())]
+    lines = [f"[WORKFLOW: {plan.name}] waiting for the user's decision ({state['completed_nodes']} steps done)",
+             "  " + " → ".join(_trail(plan, state) + [f"{node.name} << QUESTION"])]
+    if state.get("route_note"):
+        lines.append("  " + state["route_note"])
+    lines.append(f"Question for the user: {node.description or node.name}")
+    lines.append("Options: " + "; ".join(options))
+    lines.append("")
+    lines.append("Ask the user this question with the options above, using the response tool, and stop. "
+                 "Do not choose for the user and do not execute further steps until the user answers.")
+    return "\n".join(lines)
 
 
 def _details_text(plan: Plan, node: Node) -> str:

@@ -63,6 +63,8 @@ def new_state(plan: Plan, monologue: str, pass_key: str, global_turn: int) -> di
         "checkpoint": "",
         "escalation": None,
         "audit_seq": 0,
+        "context": {},
+        "outcome": {},
     }
 
 

@@ -127,6 +127,14 @@ def _exit_code_zero(_: Verify, text: str, __: Evidence) -> Verdict:
     return Verdict(False, f"exit status {code}")
 
 
+def capture(verify: Verify | None, evidence: Evidence) -> dict[str, str]:
+    """Named groups of the check's capture pattern, matched against the judged text."""
+    if verify is None or verify.capture_pattern is None:
+        return {}
+    m = verify.capture_pattern.search(judged_text(evidence))
+    return {k: v for k, v in m.groupdict().items() if v is not None} if m else {}
+
+
 def judged_text(evidence: Evidence) -> str:
     """The text the checks read: cleaned and bounded (what the evidence hash covers)."""
     return _bounded(clean_output(evidence.text))

@@ -1,0 +1,155 @@
+"""Edge selection, shared by JSON and DOT plans, by the engine, `select`, `simulate` and `explain`.
+
+An outcome is ``{status, preferred_label, suggested_next_ids, context_updates}`` with status one of
+``success``, ``partial_success``, ``retry`` (a failed check with retries left), ``fail`` (a failed check with
+the budget spent) or ``skipped``.
+
+Conditions are either the shorthands ``on_success``, ``on_fail``, ``on_retry``, ``on_exhaust``, ``always``
+or the Attractor condition language: clauses ``key=value`` / ``key!=value`` joined by ``&&``, keys
+``outcome``, ``preferred_label`` and ``context.<name>``; a missing key reads as ""; comparison is exact and
+case-sensitive.  Which shorthands match an outcome depends on the node:
+
+=================  ===============================  ===============================
+status             task node                        decision node (the task's outcome)
+=================  ===============================  ===============================
+success, partial   on_success                       on_success
+retry              on_retry                         on_fail, on_retry
+fail               on_exhaust, on_fail              on_fail, on_exhaust
+skipped            (none)                           (none)
+=================  ===============================  ===============================
+
+Selection, in order:
+1. the conditional edges that match: highest ``weight``, then the most specific (expressions before
+   shorthands, more clauses first, shorthands in the order of the table), then target id;
+2. a retry with no matching edge stays on the node (the step is retried in place);
+3. among unconditional (``always``) edges: the one whose label matches ``preferred_label`` (case, spaces and
+   accelerator prefixes ``[K] ``, ``K) ``, ``K - `` ignored);
+4. then the first of ``suggested_next_ids`` that an unconditional edge leads to;
+5. then the highest-weight unconditional edge, ties broken by target id;
+6. else no edge: the run stalls (the lint prevents this for a plan it accepts).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping, Sequence
+
+STATUSES = ("success", "partial_success", "retry", "fail", "skipped")
+SHORTHANDS = ("on_success", "on_fail", "on_retry", "on_exhaust", "always")
+TASK_SHORTHANDS = {"success": ("on_success",), "partial_success": ("on_success",), "retry": ("on_retry",),
+                   "fail": ("on_exhaust", "on_fail"), "skipped": ()}
+DECISION_SHORTHANDS = {"success": ("on_success",), "partial_success": ("on_success",),
+                       "retry": ("on_fail", "on_retry"), "fail": ("on_fail", "on_exhaust"), "skipped": ()}
+_CLAUSE = re.compile(r"\s*(outcome|preferred_label|context\.[A-Za-z_][A-Za-z0-9_.]*)\s*(!=|=)\s*(.*?)\s*\Z")
+_ACCEL = re.compile(r"^(?:\[[A-Za-z0-9]\]\s+|[A-Za-z0-9]\)\s+|[A-Za-z0-9]\s+-\s+)")
+
+
+class ConditionError(ValueError):
+    pass
+
+
+def parse_condition(text: str) -> tuple[tuple[str, str, str], ...]:
+    """The clauses of an expression condition; raises ConditionError naming the bad clause."""
+    clauses = []
+    for part in text.split("&&"):
+        m = _CLAUSE.match(part)
+        if m is None:
+            raise ConditionError(f"clause {part.strip()!r} is not key=value or key!=value with key outcome, "
+                                 "preferred_label or context.<name>")
+        key, op, value = m.groups()
+        if len(value) >= 2 and value[0] == value[-1] == '"':
+            value = value[1:-1]
+        if key == "outcome" and value not in STATUSES:
+            raise ConditionError(f"outcome {value!r} is not one of {', '.join(STATUSES)}")
+        clauses.append((key, op, value))
+    return tuple(clauses)
+
+
+def is_shorthand(condition: str) -> bool:
+    return condition in SHORTHANDS
+
+
+def normalise_label(label: str) -> str:
+    return _ACCEL.sub("", label.strip()).strip().lower()
+
+
+def accelerator(label: str) -> str:
+    """The key of a label written ``[K] Label``, ``K) Label`` or ``K - Label`` ("" when there is none)."""
+    m = re.match(r"^\[([A-Za-z0-9])\]\s+|^([A-Za-z0-9])\)\s+|^([A-Za-z0-9])\s+-\s+", label.strip())
+    return next((g for g in m.groups() if g), "").lower() if m else ""
+
+
+def _value(key: str, outcome: Mapping[str, Any], context: Mapping[str, Any]) -> str:
+    if key == "outcome":
+        return str(outcome.get("status", ""))
+    if key == "preferred_label":
+        return str(outcome.get("preferred_label", "") or "")
+    value = context.get(key[len("context."):], "")
+    return "" if value is None else str(value)
+
+
+def evaluate(clauses: Sequence[tuple[str, str, str]], outcome: Mapping[str, Any],
+             context: Mapping[str, Any]) -> bool:
+    for key, op, want in clauses:
+        have = _value(key, outcome, context)
+        if (have == want) != (op == "="):
+            return False
+    return True
+
+
+def select_edge(plan: Any, node_id: str, outcome: Mapping[str, Any], context: Mapping[str, Any],
+                kind: str = "task") -> tuple[Any, list[dict[str, Any]], bool]:
+    """(edge or None, why: each candidate with its verdict, stay: a retry kept on the node)."""
+    status = outcome.get("status", "success")
+    table = DECISION_SHORTHANDS if kind == "decision" else TASK_SHORTHANDS
+    if kind == "pass":  # start and checkpoint nodes
+        table = {s: ("on_success",) for s in STATUSES}
+    wanted = table.get(status, ())
+    matching: list[tuple[tuple, Any]] = []
+    why: list[dict[str, Any]] = []
+    unconditional = []
+    for order, edge in enumerate(plan.out_edges.get(node_id, ())):
+        cond = edge.condition
+        entry = {"to": edge.dst, "condition": cond, "weight": edge.weight}
+        why.append(entry)
+        if cond == "always":
+            unconditional.append(edge)
+            entry["verdict"] = "unconditional"
+            continue
+        if is_shorthand(cond):
+            ok = cond in wanted
+            rank = (1, wanted.index(cond) if ok else 0, 0)
+        else:
+            ok = evaluate(edge.clauses, outcome, context)
+            rank = (0, 0, -len(edge.clauses))
+        entry["verdict"] = "matches" if ok else f"does not match outcome '{status}'"
+        if ok:
+            matching.append(((-edge.weight, *rank, edge.dst, order), edge))
+    if matching:
+        chosen = min(matching, key=lambda m: m[0])[1]
+        return chosen, _mark(why, chosen, "taken: best matching conditional edge"), False
+    if status == "retry" and kind == "task":
+        return None, _mark(why, None, ""), True
+    label = normalise_label(str(outcome.get("preferred_label", "") or ""))
+    if label:
+        for edge in unconditional:
+            if edge.label and normalise_label(edge.label) == label:
+                return edge, _mark(why, edge, "taken: its label is the preferred label"), False
+    for target in outcome.get("suggested_next_ids", ()) or ():
+        for edge in unconditional:
+            if edge.dst == target:
+                return edge, _mark(why, edge, "taken: suggested next node"), False
+    if unconditional:
+        edge = min(unconditional, key=lambda e: (-e.weight, e.dst))
+        return edge, _mark(why, edge, "taken: highest-weight unconditional edge"), False
+    return None, why, False
+
+
+def _mark(why: list[dict[str, Any]], chosen: Any, verdict: str) -> list[dict[str, Any]]:
+    if chosen is None:
+        return why
+    for entry in why:
+        if entry["to"] == chosen.dst and entry["condition"] == chosen.condition:
+            entry["verdict"] = verdict
+            break
+    return why
