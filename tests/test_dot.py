@@ -354,3 +354,125 @@ def test_mutated_dot_parses_or_fails_with_a_position_inside_the_file(base, cuts)
         assert 1 <= exc.line <= len(lines), (exc.line, len(lines))
         assert 1 <= exc.col <= len(lines[exc.line - 1]) + 1, (exc.col, lines[exc.line - 1])
     assert time.monotonic() - t < 1.0
+
+
+# ── select and simulate ─────────────────────────────────────────────────────
+
+
+def test_select_names_the_edge_and_why(capsys):
+    assert cli.main(["select", str(LIBRARY), "--plan", "bugfix_workflow", "--from", "test",
+                     "--outcome", '{"status": "fail"}']) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["target"] == "escalate_stuck" and out["condition"] == "on_exhaust"
+    assert {"to": "fix", "condition": "on_retry", "weight": 0.0, "verdict": "does not match outcome 'fail'"} \
+        in out["why"]
+    assert cli.main(["select", str(LIBRARY), "--plan", "bugfix_workflow", "--from", "fix",
+                     "--outcome", '{"status": "retry"}']) == 0
+    assert json.loads(capsys.readouterr().out)["stay"] is True  # no on_retry edge: retried in place
+
+
+def test_select_with_context(tmp_path, capsys):
+    path = tmp_path / "lang.dot"
+    path.write_text('''digraph lang {
+    start [shape=Mdiamond]
+    exit [shape=Msquare]
+    which [shape=diamond]
+    py [prompt="pytest"]
+    js [prompt="node --test"]
+    start -> which
+    which -> py [condition="context.lang=python"]
+    which -> js [condition="context.lang=node"]
+    which -> exit
+    py -> exit
+    js -> exit
+}''')
+    for ctx, want in (('{"lang": "python"}', "py"), ('{"lang": "node"}', "js"), ("{}", "exit")):
+        assert cli.main(["select", str(path), "--from", "which", "--outcome", '{"status": "success"}',
+                         "--context", ctx]) == 0
+        assert json.loads(capsys.readouterr().out)["target"] == want
+
+
+@pytest.mark.parametrize("plan_id", list(json.loads(LIBRARY.read_text())["plans"]))
+def test_simulate_every_shipped_plan(plan_id, capsys):
+    assert cli.main(["simulate", str(LIBRARY), "--plan", plan_id, "--outcomes", "{}", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    plan = load_library_file(str(LIBRARY)).plans[plan_id]
+    assert out["final_status"] == "success" and out["completed_nodes"] == list(plan.success_path)
+    assert out["node_sequence"][0] == plan.start and plan.nodes[out["node_sequence"][-1]].type == "exit"
+
+
+def test_simulate_scripted_failures_escalate_with_retries_counted(capsys, tmp_path):
+    outcomes = {"test": [{"status": "fail"}] * 3}
+    assert cli.main(["simulate", str(LIBRARY), "--plan", "bugfix_workflow", "--outcomes", json.dumps(outcomes),
+                     "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["final_status"] == "escalated" and out["attempts"]["test"] == 3 and out["attempts"]["fix"] == 3
+    assert out["failure_reason"] == "Fix attempts exhausted without passing tests"
+    assert [s["retries_left"] for s in out["steps"] if s["node"] == "test"] == [1, 0, 0]
+    expect = tmp_path / "expect.json"
+    expect.write_text(json.dumps([{"type": "retry_triggered", "node": "test"},
+                                  {"type": "plan_escalated", "node": "escalate_stuck"}]))
+    args = ["simulate", str(LIBRARY), "--plan", "bugfix_workflow", "--outcomes", json.dumps(outcomes),
+            "--expect", str(expect)]
+    assert cli.main(args) == 0
+    capsys.readouterr()
+    expect.write_text(json.dumps([{"type": "plan_completed"}]))
+    assert cli.main(args) == 1
+    assert 'divergence: expected event {"type": "plan_completed"} not found in order' in capsys.readouterr().out
+
+
+def test_simulate_human_gates_with_answers_and_auto_approve(tmp_path, capsys):
+    path = tmp_path / "review.dot"
+    path.write_text(HUMAN)
+    assert cli.main(["simulate", str(path), "--outcomes", "{}", "--answers", '["F"]', "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["node_sequence"] == ["start", "review_gate", "exit"] and out["final_status"] == "success"
+    assert out["questions"] == [{"node": "review_gate", "question": "Review Changes",
+                                 "options": ["[A] Approve", "[F] Fix"]}]
+    assert cli.main(["simulate", str(path), "--outcomes", "{}", "--auto-approve", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["node_sequence"] == ["start", "review_gate", "ship", "exit"]
+    assert cli.main(["simulate", str(path), "--outcomes", "{}", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["final_status"] == "waiting"
+
+
+def test_simulate_captures_route_a_decision(tmp_path, capsys):
+    outcomes = {"detect": [{"status": "success", "context_updates": {"lang": "node"}}]}
+    src = '''digraph lang {
+    start [shape=Mdiamond]
+    exit [shape=Msquare]
+    detect [prompt="find the language", verify="any_output"]
+    which [shape=diamond]
+    py [prompt="pytest", verify="exit_code_zero"]
+    js [prompt="node --test", verify="exit_code_zero"]
+    stuck [type="escalate", reason="x"]
+    start -> detect -> which
+    detect -> stuck [condition="on_exhaust"]
+    which -> py [condition="outcome=success && context.lang=python"]
+    which -> js [condition="outcome=success && context.lang=node"]
+    which -> stuck
+    py -> exit
+    js -> exit
+    py -> stuck [condition="on_exhaust"]
+    js -> stuck [condition="on_exhaust"]
+}'''
+    path = tmp_path / "lang.dot"
+    path.write_text(src)
+    assert cli.main(["simulate", str(path), "--outcomes", json.dumps(outcomes), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["context"] == {"lang": "node"} and "js" in out["node_sequence"] and "py" not in out["node_sequence"]
+
+
+def test_simulate_a_transcript_through_the_adapters(tmp_path, capsys):
+    transcript = tmp_path / "chat.jsonl"
+    transcript.write_text("\n".join(json.dumps(x) for x in [
+        {"user": "fix the bug in /tmp/calc.py"},
+        {"tool": "code_execution_tool", "code": "ls", "output": "calc.py"},
+        {"tool": "code_execution_tool", "code": "python3 calc.py", "output": "Traceback (most recent call last):\n"
+                                                                            "ZeroDivisionError\n[exit:1]"},
+        {"warning": "misformatted"},
+    ]))
+    assert cli.main(["simulate", str(LIBRARY), "--plan", "bugfix_workflow", "--transcript", str(transcript),
+                     "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["final_status"] == "active" and out["node_sequence"][-1] == "isolate"
+    assert [s["node"] for s in out["steps"] if s["type"] == "node_verified"] == ["reproduce"]

@@ -273,7 +273,7 @@ def _plan_source(path: str, plan_id: str | None) -> tuple[str, dict]:
     return plan_id, plans[plan_id]
 
 
-def export_plan(path: str, plan_id: str | None, fmt: str, trace: str | None, out=None) -> int:
+def export_plan(path: str, plan_id: str | None, fmt: str, trace: str | None, out=None, render: bool = False) -> int:
     out = out or sys.stdout
     from .dot import DotSyntaxError
     from .dot_plan import to_dot
@@ -284,8 +284,8 @@ def export_plan(path: str, plan_id: str | None, fmt: str, trace: str | None, out
         highlight = trace_counts(load_events(trace)[0]) if trace else None
         if fmt == "mermaid":
             text = mermaid(pid, raw, highlight)
-        else:
-            text = to_dot(pid, raw, highlight)
+        else:  # render (dot, svg, png) writes what Graphviz reads; export keeps Attractor's bare qualified keys
+            text = to_dot(pid, raw, highlight, graphviz=trace is not None or fmt != "dot" or render)
     except (OSError, ValueError, DotSyntaxError) as exc:
         out.write(f"graph-engine: {exc}\n")
         return 2
@@ -306,6 +306,70 @@ def export_plan(path: str, plan_id: str | None, fmt: str, trace: str | None, out
         return 0
     out.write(text)
     return 0
+
+
+def _compiled(path: str, plan_id: str | None):
+    from .model import compile_plan
+
+    pid, raw = _plan_source(path, plan_id)
+    return pid, raw, compile_plan(pid, raw)
+
+
+def select_cmd(path: str, plan_id: str | None, node: str, outcome: str, context: str, out=None) -> int:
+    out = out or sys.stdout
+    from .simulate import select
+
+    try:
+        _, _, plan = _compiled(path, plan_id)
+        if node not in plan.nodes:
+            raise ValueError(f"plan '{plan.id}' has no node {node!r}")
+        result = select(plan, node, json.loads(outcome), json.loads(context) if context else {})
+    except (OSError, ValueError) as exc:
+        out.write(json.dumps({"error": str(exc)}) + "\n")
+        return 2
+    out.write(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+def simulate_cmd(args, out=None) -> int:
+    out = out or sys.stdout
+    from .simulate import diverges, run_outcomes, run_transcript
+
+    try:
+        pid, raw, plan = _compiled(args.file, args.plan)
+        if args.transcript:
+            with open(args.transcript, encoding="utf-8") as fh:
+                lines = [json.loads(x) for x in fh if x.strip()]
+            result = run_transcript(pid, raw, lines)
+        else:
+            result = run_outcomes(plan, json.loads(args.outcomes or "{}"), json.loads(args.answers or "[]"),
+                                  args.auto_approve)
+        expected = None
+        if args.expect:
+            with open(args.expect, encoding="utf-8") as fh:
+                expected = json.load(fh)
+    except (OSError, ValueError) as exc:
+        out.write(f"simulate: {exc}\n")
+        return 2
+    problem = diverges(result["events"], expected) if expected is not None else ""
+    if args.json:
+        shown = {k: v for k, v in result.items() if k not in ("events", "log")}
+        out.write(json.dumps(dict(shown, divergence=problem) if expected is not None else shown, indent=2) + "\n")
+    else:
+        for st in result["steps"]:
+            if "kind" not in st:
+                continue
+            edge = st["edge"]
+            via = f"-({edge['condition']})-> {edge['to']}" if edge else st.get("why", "")
+            did = st.get("status") or f"answer {st.get('answer')!r}"
+            left = "" if st["retries_left"] is None else f"  retries left {st['retries_left']}"
+            out.write(f"{st['node']:<24} {did:<16} {st['verdict']:<8} {via}{left}\n")
+        out.write(f"final: {result['final_status']}" + (f" ({result['failure_reason']})"
+                                                       if result["failure_reason"] else "") + "\n")
+        out.write("path: " + " -> ".join(result["node_sequence"]) + "\n")
+        if problem:
+            out.write(f"divergence: {problem}\n")
+    return 1 if problem else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -346,13 +410,33 @@ def _main(argv: Sequence[str] | None = None) -> int:
     ren.add_argument("--plan")
     ren.add_argument("--format", choices=("dot", "mermaid", "svg", "png"), default="dot")
     ren.add_argument("--trace", metavar="RUN_OR_STATE", help="an audit log (.jsonl) or saved state (.json)")
+    sel = sub.add_parser("select", help="the edge the engine would take from a node for an outcome")
+    sel.add_argument("file", metavar="FILE")
+    sel.add_argument("--plan")
+    sel.add_argument("--from", dest="node", required=True)
+    sel.add_argument("--outcome", required=True, help='e.g. {"status": "fail"}')
+    sel.add_argument("--context", default="", help='e.g. {"lang": "python"}')
+    sim = sub.add_parser("simulate", help="run a plan with no model: scripted outcomes or a recorded chat")
+    sim.add_argument("file", metavar="FILE")
+    sim.add_argument("--plan")
+    how = sim.add_mutually_exclusive_group(required=True)
+    how.add_argument("--outcomes", help='per node, per visit: {"test": [{"status": "fail"}, {"status": "success"}]}')
+    how.add_argument("--transcript", metavar="FILE.jsonl")
+    sim.add_argument("--answers", help='answers for human gates, in order: ["F", "A"]')
+    sim.add_argument("--auto-approve", action="store_true", help="human gates take their first option")
+    sim.add_argument("--expect", metavar="EVENTS.json", help="exit 1 unless these events happen, in order")
+    sim.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    if args.command == "select":
+        return select_cmd(args.file, args.plan, args.node, args.outcome, args.context)
+    if args.command == "simulate":
+        return simulate_cmd(args)
     if args.command == "inspect":
         return inspect_dot(args.file, args.json)
     if args.command == "export":
         return export_plan(args.library, args.plan, args.format, None)
     if args.command == "render":
-        return export_plan(args.file, args.plan, args.format, args.trace)
+        return export_plan(args.file, args.plan, args.format, args.trace, render=True)
     if args.command == "explain":
         return explain_run(args.run, args.library, args.json)
     if args.command == "demo":

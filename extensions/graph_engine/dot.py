@@ -363,7 +363,7 @@ class _Parser:
         attrs: dict[str, Value] = {}
         while self.peek()[0] != "]":
             key_tok = self.peek()
-            if key_tok[0] != "word":
+            if key_tok[0] not in ("word", "string"):  # a quoted key, as Graphviz needs for "verify.value"
                 raise self.error(f"expected an attribute name, found {_describe(key_tok)}", key_tok)
             self.take()
             key = self._key(key_tok)

@@ -217,12 +217,17 @@ def quote(value: Any) -> str:
     return f'"{text}"'
 
 
-def _attrs(pairs: list[tuple[str, Any]]) -> str:
-    return "[" + ", ".join(f"{k}={quote(v)}" for k, v in pairs) + "]" if pairs else ""
+def _attrs(pairs: list[tuple[str, Any]], graphviz: bool = False) -> str:
+    """Attributes; ``graphviz`` quotes qualified keys (``"verify.value"``), which Graphviz needs."""
+    def key(k: str) -> str:
+        return f'"{k}"' if graphviz and "." in k else k
+    return "[" + ", ".join(f"{key(k)}={quote(v)}" for k, v in pairs) + "]" if pairs else ""
 
 
-def to_dot(plan_id: str, raw: dict[str, Any], highlight: dict[str, Any] | None = None) -> str:
-    """A graph plan as DOT; ``highlight`` ({"nodes": {id: visits}, "edges": {(from, to, cond): count}}) marks a run."""
+def to_dot(plan_id: str, raw: dict[str, Any], highlight: dict[str, Any] | None = None,
+           graphviz: bool = False) -> str:
+    """A graph plan as DOT; ``highlight`` ({"nodes": {id: visits}, "edges": {(from, to, cond): count}}) marks a
+    run; ``graphviz`` writes what the Graphviz programs accept (qualified keys quoted)."""
     if "graph" not in raw:
         raise ValueError(f"plan '{plan_id}' is a linear plan (steps); only graph plans can be exported as DOT")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", plan_id):
@@ -245,7 +250,7 @@ def to_dot(plan_id: str, raw: dict[str, Any], highlight: dict[str, Any] | None =
     if raw["graph"]["nodes"].get(start, {}).get("type", "task") != "start":
         gattrs.append(("start", start))  # the run begins at a node that is not a start node
     gattrs += sorted(raw.get("_attractor", {}).items())
-    lines.append(f"    graph {_attrs(gattrs)}")
+    lines.append(f"    graph {_attrs(gattrs, graphviz)}")
     visits = (highlight or {}).get("nodes", {})
     for nid, node in raw["graph"]["nodes"].items():
         ntype = node.get("type", "task")
@@ -269,7 +274,7 @@ def to_dot(plan_id: str, raw: dict[str, Any], highlight: dict[str, Any] | None =
         pairs += sorted(node.get("_attractor", {}).items())
         if nid in visits:
             pairs += [("style", "filled"), ("fillcolor", "lightblue"), ("xlabel", f"x{visits[nid]}")]
-        lines.append(f"    {nid} {_attrs(pairs)}")
+        lines.append(f"    {nid} {_attrs(pairs, graphviz)}")
     counts = (highlight or {}).get("edges", {})
     for e in raw["graph"]["edges"]:
         pairs = []
@@ -284,6 +289,6 @@ def to_dot(plan_id: str, raw: dict[str, Any], highlight: dict[str, Any] | None =
         n = counts.get((e["from"], e["to"], cond))
         if n:
             pairs += [("color", "blue"), ("penwidth", 2.5), ("xlabel", f"x{n}")]
-        lines.append(f"    {e['from']} -> {e['to']} {_attrs(pairs)}".rstrip())
+        lines.append(f"    {e['from']} -> {e['to']} {_attrs(pairs, graphviz)}".rstrip())
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -227,28 +227,48 @@ MAX_CONTEXT_VALUE = 200
 
 
 def _graph_verdict(run: Run, node: Node, verdict: Verdict, digest: str, captured: dict[str, str]) -> None:
+    apply_outcome(run, node, "success" if verdict.ok else "fail", verdict.reason, digest=digest, captured=captured)
+
+
+def apply_outcome(run: Run, node: Node, status: str, reason: str, digest: str = "",
+                  captured: dict[str, str] | None = None, preferred_label: str = "",
+                  suggested: Sequence[str] = ()) -> None:
+    """A task's result: a check's verdict, or an outcome scripted by `graph-engine simulate`.
+
+    ``status``: success or partial_success (passed), fail or retry (failed: the retry budget decides
+    whether it is a retry or exhausted), skipped (neither: no progress, only unconditional edges)."""
     s = run.state
+    captured = captured or {}
     v = s["visited"].setdefault(node.id, {"outcome": "pending", "attempts": 0, "failures": 0})
     v["attempts"] += 1
-    emit(s, "node_verified", node=node.id, outcome="success" if verdict.ok else "fail", reason=verdict.reason,
-         evidence_sha256=digest, **({"captured": captured} if captured else {}))
+    passed = status in ("success", "partial_success")
+    shown = "success" if passed else ("skipped" if status == "skipped" else "fail")
+    extra: dict[str, Any] = {"evidence_sha256": digest} if digest else {}
+    if captured:
+        extra["captured"] = captured
+    emit(s, "node_verified", node=node.id, outcome=shown, reason=reason, **extra)
     _update_context(s, captured)
-    if verdict.ok:
+    routed = status
+    if passed:
         v["outcome"] = "success"
         s["last_outcome"], s["last_failure"] = "success", ""
         _count_progress(run, node)
+    elif status == "skipped":
+        v["outcome"] = "skipped"
+        s["last_outcome"] = "success"
     else:
         v["failures"] += 1
-        s["last_failure"] = verdict.reason
+        s["last_failure"] = reason
         if v["failures"] <= node.max_retries:
-            s["last_outcome"] = "retry"
+            s["last_outcome"], routed = "retry", "retry"
             emit(s, "retry_triggered", node=node.id, attempt=v["failures"] + 1, of=node.max_retries + 1)
         else:
             v["outcome"] = "fail"
-            s["last_outcome"] = "exhausted"
+            s["last_outcome"], routed = "exhausted", "fail"
             if node.id not in s["steps_failed"]:
                 s["steps_failed"].append(node.id)
-    _route(run, node, {"status": STATUS_OF[s["last_outcome"]], "context_updates": captured}, verdict.reason)
+    outcome = {"status": routed, "preferred_label": preferred_label, "suggested_next_ids": list(suggested)}
+    _route(run, node, outcome, reason)
 
 
 def _update_context(s: dict[str, Any], captured: dict[str, str]) -> None:
@@ -262,7 +282,7 @@ def _update_context(s: dict[str, Any], captured: dict[str, str]) -> None:
 
 def _route(run: Run, node: Node, outcome: dict[str, Any], reason: str) -> None:
     """Follow the edge the outcome selects (routing.select_edge), stay for a retry in place, or stall."""
-    run.state["outcome"] = {k: v for k, v in outcome.items() if k != "context_updates"}
+    run.state["outcome"] = dict(outcome)
     edge, _, stay = select_edge(run.plan, node.id, outcome, run.state.get("context", {}), "task")
     if stay:
         return  # a retry without an on_retry route: the step is retried in place
@@ -362,20 +382,25 @@ def match_answer(plan: Plan, node: Node, answer: str) -> Edge | None:
     text = " ".join(answer.strip().lower().split()).rstrip(".!")
     if not text:
         return None
+    said = {text, normalise_label(text)}  # "A", "approve" or the option as written: "[A] Approve"
     for edge in human_options(plan, node):
         key = accelerator(edge.label)
-        if text in {k for k in (key, normalise_label(edge.label), edge.dst.lower()) if k}:
+        if said & {k for k in (key, normalise_label(edge.label), edge.dst.lower()) if k}:
             return edge
     return None
 
 
 def _human_answer(run: Run, obs: Observation) -> None:
     """The user's message that follows a human gate's question is its answer."""
-    s, node = run.state, run.node
+    s = run.state
     if s.get("message_monologue") == obs.monologue or not obs.user_message.strip():
         return
     s["message_monologue"] = obs.monologue  # this message is an answer, not a new request
-    answer = obs.user_message.strip()
+    answer_human(run, obs.user_message.strip())
+
+
+def answer_human(run: Run, answer: str) -> None:
+    s, node = run.state, run.node
     entry = s["visited"].setdefault(node.id, {"outcome": "pending", "attempts": 0, "failures": 0})
     entry["attempts"] += 1
     edge = match_answer(run.plan, node, answer)

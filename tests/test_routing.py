@@ -1,0 +1,232 @@
+"""Routing: each step of the edge-selection order, captures routing a decision, goal gates, human gates."""
+
+import pytest
+from scenario import events, exit_fail, exit_ok, started, use_library, verdicts
+
+from graph_engine.model import compile_plan
+from graph_engine.routing import ConditionError, evaluate, parse_condition, select_edge
+from graph_engine.standin import Reply, cmd
+
+
+def plan_with(edges, node_type="task", extra_nodes=None):
+    nodes = {"start": {"type": "start"}, "n": {"type": node_type, "verify": {"type": "any_output"}},
+             "a": {"type": "task"}, "b": {"type": "task"}, "c": {"type": "task"}, "done": {"type": "exit"}}
+    if node_type != "task":
+        nodes["n"].pop("verify")
+    nodes.update(extra_nodes or {})
+    return compile_plan("p", {"name": "P", "graph": {"start": "start", "nodes": nodes, "edges": [
+        {"from": "start", "to": "n"}, *[dict(e, **{"from": "n"}) for e in edges]]}})
+
+
+def target(plan, outcome, context=None, kind="task"):
+    edge, why, stay = select_edge(plan, "n", outcome, context or {}, kind)
+    return "stay" if stay else (edge.dst if edge else None)
+
+
+def test_conditions_parse_and_evaluate():
+    clauses = parse_condition("outcome=success && context.lang=python && preferred_label!=Skip")
+    assert evaluate(clauses, {"status": "success"}, {"lang": "python"})
+    assert not evaluate(clauses, {"status": "success"}, {"lang": "Python"})  # exact, case-sensitive
+    assert not evaluate(clauses, {"status": "success", "preferred_label": "Skip"}, {"lang": "python"})
+    assert evaluate(parse_condition("context.missing="), {}, {})  # a missing key reads as ""
+    for bad in ("ready", "outcome=maybe", "colour=red", "outcome==success"):
+        with pytest.raises(ConditionError):
+            parse_condition(bad)
+
+
+def test_step_1_matching_conditional_edges_by_weight_then_specificity_then_target():
+    p = plan_with([{"to": "b", "condition": "on_success"}, {"to": "a", "condition": "outcome=success"},
+                   {"to": "c", "condition": "outcome=success && context.fast=yes"}])
+    assert target(p, {"status": "success"}) == "a"  # an expression beats a shorthand
+    assert target(p, {"status": "success"}, {"fast": "yes"}) == "c"  # more clauses: more specific
+    p = plan_with([{"to": "b", "condition": "on_success", "weight": 2}, {"to": "a", "condition": "outcome=success"}])
+    assert target(p, {"status": "success"}) == "b"  # weight first
+    p = plan_with([{"to": "b", "condition": "outcome=success"}, {"to": "a", "condition": "outcome!=fail"}])
+    assert target(p, {"status": "success"}) == "a"  # then the target id
+
+
+def test_step_2_a_retry_without_a_route_stays():
+    p = plan_with([{"to": "a", "condition": "on_success"}, {"to": "b"}])
+    assert target(p, {"status": "retry"}) == "stay"
+    assert target(p, {"status": "fail"}) == "b"  # an exhausted failure falls through to the unconditional edge
+
+
+def test_steps_3_to_5_unconditional_edges():
+    p = plan_with([{"to": "a", "label": "[A] Approve"}, {"to": "b", "label": "F) Fix", "weight": 1},
+                   {"to": "c", "label": "Cancel"}], node_type="human")
+    assert target(p, {"status": "success", "preferred_label": "approve"}, kind="human") == "a"
+    assert target(p, {"status": "success", "preferred_label": " fix "}, kind="human") == "b"
+    assert target(p, {"status": "success", "suggested_next_ids": ["x", "c"]}, kind="human") == "c"
+    assert target(p, {"status": "success"}, kind="human") == "b"  # highest weight
+    p = plan_with([{"to": "b"}, {"to": "a"}])
+    assert target(p, {"status": "success"}) == "a"  # equal weights: lexical target id
+
+
+def test_step_6_no_edge():
+    p = plan_with([{"to": "a", "condition": "on_success"}])
+    assert target(p, {"status": "fail"}) is None and target(p, {"status": "skipped"}) is None
+
+
+def test_decisions_route_on_the_previous_tasks_outcome():
+    p = plan_with([{"to": "a", "condition": "on_success"}, {"to": "b", "condition": "on_retry"},
+                   {"to": "c", "condition": "on_fail"}], node_type="decision")
+    assert [target(p, {"status": s}, kind="decision") for s in ("success", "retry", "fail")] == ["a", "c", "c"]
+
+
+# ── captures route a decision (in Agent-Zero) ───────────────────────────────
+
+
+def detect_plan():
+    return {"name": "Test by language", "triggers": ["run the right tests"], "trigger_threshold": 1, "graph": {
+        "start": "detect",
+        "nodes": {
+            "detect": {"type": "task", "name": "Detect the language",
+                       "verify": {"type": "any_output", "capture": r"(?P<lang>python|node)"}},
+            "which": {"type": "decision", "description": "Python or JavaScript?"},
+            "pytest": {"type": "task", "name": "Run pytest", "verify": {"type": "exit_code_zero"}},
+            "nodetest": {"type": "task", "name": "Run node --test", "verify": {"type": "exit_code_zero"}},
+            "unknown": {"type": "escalate", "reason": "no known language"},
+            "done": {"type": "exit"}},
+        "edges": [
+            {"from": "detect", "to": "which", "condition": "on_success"},
+            {"from": "detect", "to": "unknown", "condition": "on_exhaust"},
+            {"from": "which", "to": "pytest", "condition": "outcome=success && context.lang=python"},
+            {"from": "which", "to": "nodetest", "condition": "outcome=success && context.lang=node"},
+            {"from": "which", "to": "unknown", "condition": "on_fail"},
+            {"from": "which", "to": "unknown"},
+            {"from": "pytest", "to": "done", "condition": "on_success"},
+            {"from": "pytest", "to": "unknown", "condition": "on_exhaust"},
+            {"from": "nodetest", "to": "done", "condition": "on_success"},
+            {"from": "nodetest", "to": "unknown", "condition": "on_exhaust"}]}}
+
+
+@pytest.mark.parametrize("listing, branch", [("setup.py\npython 3.11", "pytest"), ("package.json\nnode v20", "nodetest"),
+                                             ("Makefile\nREADME", None)])
+def test_a_captured_value_routes_the_decision(monkeypatch, tmp_path, listing, branch):
+    use_library(monkeypatch, tmp_path, {"lang": detect_plan()})
+    s = started("run the right tests")
+    s.run_pass(cmd("ls; head -1 .tool-versions", listing))
+    s.run_pass(Reply(warning="x"))
+    if branch is None:
+        assert s.state["status"] == "escalated"
+        return
+    assert s.state["current_node"] == branch
+    assert s.state["context"]["lang"] == listing.split()[-2]
+    assert events(s, "node_verified")[0]["captured"] == {"lang": listing.split()[-2]}
+
+
+# ── goal gates ──────────────────────────────────────────────────────────────
+
+
+def gate_plan(retry_target="build"):
+    return {"name": "Gated", "triggers": ["gated please"], "trigger_threshold": 1, "graph": {
+        "start": "build",
+        "nodes": {"build": {"type": "task", "verify": {"type": "exit_code_zero"}},
+                  "check": {"type": "task", "verify": {"type": "exit_code_zero"}, "goal_gate": True,
+                            "max_retries": 1, "continue_on_fail": True, **({"retry_target": retry_target}
+                                                                            if retry_target else {})},
+                  "stuck": {"type": "escalate", "reason": "x"},
+                  "done": {"type": "exit"}},
+        "edges": [{"from": "build", "to": "check", "condition": "on_success"},
+                  {"from": "build", "to": "stuck", "condition": "on_exhaust"},
+                  {"from": "check", "to": "done"}]}}
+
+
+def test_an_unsatisfied_goal_gate_jumps_to_its_retry_target(monkeypatch, tmp_path):
+    use_library(monkeypatch, tmp_path, {"g": gate_plan()})
+    s = started("gated please")
+    s.run_pass(exit_ok())      # build
+    s.run_pass(exit_fail())    # check fails (retry in place)
+    s.run_pass(exit_fail())    # check exhausted: always -> done, but the gate is not satisfied
+    s.run_pass(Reply(warning="x"))
+    assert s.state["current_node"] == "build"
+    assert [e["node"] for e in events(s, "goal_gate_unsatisfied")] == ["check"]
+    s.run_pass(exit_ok())      # build again
+    s.run_pass(exit_ok())      # check passes now
+    s.run_pass(Reply(warning="x"))
+    assert s.agent._htn_last_run["events"][-1]["type"] == "plan_completed"
+
+
+def test_a_goal_gate_without_a_target_ends_the_plan(monkeypatch, tmp_path):
+    use_library(monkeypatch, tmp_path, {"g": gate_plan(retry_target="")})
+    s = started("gated please")
+    for reply in (exit_ok(), exit_fail(), exit_fail(), Reply(warning="x")):
+        s.run_pass(reply)
+    assert s.state is None and s.agent._htn_last_run["status"] == "aborted"
+    assert any("goal gate 'check' is not satisfied and names no retry target" in t for t in s.log.texts("info"))
+
+
+# ── human gates in chat ─────────────────────────────────────────────────────
+
+
+def review_plan(default=""):
+    return {"name": "Release review", "triggers": ["review the release"], "trigger_threshold": 1, "graph": {
+        "start": "build",
+        "nodes": {"build": {"type": "task", "name": "Build", "verify": {"type": "exit_code_zero"}},
+                  "ask": {"type": "human", "name": "Review", "description": "Ship the release or fix it first?",
+                          **({"default_choice": default} if default else {})},
+                  "ship": {"type": "task", "name": "Ship", "verify": {"type": "exit_code_zero"}},
+                  "fix": {"type": "task", "name": "Fix", "verify": {"type": "exit_code_zero"}},
+                  "stuck": {"type": "escalate", "reason": "x"},
+                  "done": {"type": "exit"}},
+        "edges": [{"from": "build", "to": "ask", "condition": "on_success"},
+                  {"from": "build", "to": "stuck", "condition": "on_exhaust"},
+                  {"from": "ask", "to": "ship", "label": "[A] Approve"},
+                  {"from": "ask", "to": "fix", "label": "[F] Fix first"},
+                  {"from": "ship", "to": "done", "condition": "on_success"},
+                  {"from": "ship", "to": "stuck", "condition": "on_exhaust"},
+                  {"from": "fix", "to": "ask", "condition": "on_success"},
+                  {"from": "fix", "to": "stuck", "condition": "on_exhaust"}]}}
+
+
+def at_the_gate(monkeypatch, tmp_path, default=""):
+    use_library(monkeypatch, tmp_path, {"r": review_plan(default)})
+    s = started("review the release")
+    s.run_pass(exit_ok())                      # build passes -> the gate
+    record = s.run_pass(Reply(final="Ship the release or fix it first? [A] Approve / [F] Fix first"))
+    told = record.prompt_extras["htn_active_plan"]
+    assert "Question for the user: Ship the release or fix it first?" in told
+    assert "Options: [A] Approve; [F] Fix first" in told and "using the response tool, and stop" in told
+    return s
+
+
+@pytest.mark.parametrize("answer, node", [("a", "ship"), ("F", "fix"), ("approve", "ship"), ("Fix first.", "fix")])
+def test_the_answer_routes_by_key_or_label(monkeypatch, tmp_path, answer, node):
+    s = at_the_gate(monkeypatch, tmp_path)
+    s.user(answer)
+    s.run_pass(Reply(warning="x"))
+    assert s.state["current_node"] == node and s.state["plan_id"] == "r"
+    assert events(s, "human_answered")[0]["answer"] == answer
+
+
+def test_an_unmatched_answer_is_asked_again_then_the_default_is_taken(monkeypatch, tmp_path):
+    s = at_the_gate(monkeypatch, tmp_path, default="F")
+    s.user("hmm, not sure")
+    record = s.run_pass(Reply(final="Please choose: [A] Approve / [F] Fix first"))
+    assert s.state["current_node"] == "ask" and "matches no option; ask again" in record.prompt_extras[
+        "htn_active_plan"]
+    s.user("whatever")
+    s.run_pass(Reply(warning="x"))
+    assert s.state["current_node"] == "fix" and events(s, "human_answered")[0]["by"] == "default choice"
+
+
+def test_without_a_default_two_misses_end_the_plan(monkeypatch, tmp_path):
+    s = at_the_gate(monkeypatch, tmp_path)
+    for answer in ("maybe", "later"):
+        s.user(answer)
+        s.run_pass(Reply(final="ok"))
+    assert s.state is None
+    assert any("the answers to 'Review' matched none of its options and it has no default choice" in t
+               for t in s.log.texts("info"))
+
+
+def test_human_gate_loop_back_and_finish(monkeypatch, tmp_path):
+    s = at_the_gate(monkeypatch, tmp_path)
+    s.user("f")
+    s.run_pass(exit_ok("fixed"))               # fix
+    s.run_pass(Reply(final="Ship now? [A] Approve / [F] Fix first"))
+    s.user("A")
+    s.run_pass(exit_ok("shipped"))             # ship
+    s.run_pass(Reply(warning="x"))
+    assert [n for n, _ in verdicts(s)] == ["build", "fix", "ship"]
+    assert s.agent._htn_last_run["events"][-1]["type"] == "plan_completed"
