@@ -230,3 +230,36 @@ def test_human_gate_loop_back_and_finish(monkeypatch, tmp_path):
     s.run_pass(Reply(warning="x"))
     assert [n for n, _ in verdicts(s)] == ["build", "fix", "ship"]
     assert s.agent._htn_last_run["events"][-1]["type"] == "plan_completed"
+
+
+# ── parallel branches, one after another ────────────────────────────────────
+
+
+def parallel_plan():
+    return {"name": "Checks", "triggers": ["run all checks"], "trigger_threshold": 1, "graph": {
+        "start": "fan",
+        "nodes": {"fan": {"type": "parallel", "name": "All checks"},
+                  "lint": {"type": "task", "name": "Lint", "verify": {"type": "exit_code_zero"}},
+                  "types": {"type": "task", "name": "Type check", "verify": {"type": "exit_code_zero"}},
+                  "join": {"type": "fan_in"},
+                  "stuck": {"type": "escalate", "reason": "a check failed"},
+                  "done": {"type": "exit"}},
+        "edges": [{"from": "fan", "to": "lint"}, {"from": "fan", "to": "types"},
+                  {"from": "lint", "to": "join"}, {"from": "types", "to": "join"},
+                  {"from": "join", "to": "done", "condition": "on_success"},
+                  {"from": "join", "to": "stuck", "condition": "on_fail"}]}}
+
+
+@pytest.mark.parametrize("second, end", [(exit_ok, "plan_completed"), (exit_fail, "plan_escalated")])
+def test_branches_run_in_order_and_the_fan_in_routes_on_all_of_them(monkeypatch, tmp_path, second, end):
+    use_library(monkeypatch, tmp_path, {"c": parallel_plan()})
+    s = started("run all checks")
+    assert s.state["current_node"] == "lint"
+    s.run_pass(exit_ok())
+    s.run_pass(second())
+    s.run_pass(Reply(warning="x"))
+    assert [n for n, _ in verdicts(s)] == ["lint", "types"]
+    final = s.agent._htn_last_run["events"]
+    assert [e["type"] for e in final if e["type"].startswith("parallel_")] == [
+        "parallel_started", "parallel_branch", "parallel_joined"]
+    assert final[-1]["type"] == end

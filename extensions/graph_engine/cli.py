@@ -178,7 +178,7 @@ def validate(paths: Sequence[str], as_json: bool, out=None) -> int:
     for path in paths:
         out.write(f"{path}\n")
         for d in validate_files([path]):
-            out.write(f"  ok      plan '{d.plan}': {d.message}\n" if d.severity == "info" else f"  {d.text()}\n")
+            out.write(f"  ok      plan '{d.plan}': {d.message}\n" if d.rule == "worst_case_turns" else f"  {d.text()}\n")
     warnings = sum(1 for d in found if d.severity == "warning")
     out.write(f"{len(errors)} error(s), {warnings} warning(s) in {len(paths)} file(s)\n")
     return 1 if errors else 0

@@ -23,10 +23,11 @@ SHAPES = {"Mdiamond": "start", "Msquare": "exit", "box": "codergen", "parallelog
           "tripleoctagon": "parallel.fan_in", "house": "stack.manager_loop"}
 HANDLER_TO_NODE = {"start": "start", "exit": "exit", "codergen": "task", "tool": "task", "conditional": "decision",
                    "task": "task", "decision": "decision", "escalate": "escalate", "checkpoint": "checkpoint",
-                   "wait.human": "human", "human": "human"}
-UNSUPPORTED = {"parallel": "parallel branch", "parallel.fan_in": "fan-in", "stack.manager_loop": "manager loop"}
+                   "wait.human": "human", "human": "human", "parallel": "parallel", "parallel.fan_in": "fan_in",
+                   "fan_in": "fan_in"}
+UNSUPPORTED = {"stack.manager_loop": "manager loop"}
 SHAPE_OF = {"start": "Mdiamond", "exit": "Msquare", "task": "box", "decision": "diamond", "escalate": "octagon",
-            "checkpoint": "cylinder", "human": "hexagon"}
+            "checkpoint": "cylinder", "human": "hexagon", "parallel": "component", "fan_in": "tripleoctagon"}
 OUR_NODE_KEYS = ("label", "prompt", "tool", "tool_hint", "max_retries", "pace_level", "reason", "continue_on_fail",
                  "description", "type", "shape", "goal_gate", "retry_target", "fallback_retry_target",
                  "human.default_choice")

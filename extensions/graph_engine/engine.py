@@ -357,6 +357,10 @@ def _settle(run: Run) -> None:
 
 def _pass_through_edge(run: Run, node: Node) -> Edge | None:
     s = run.state
+    if node.type == "parallel":
+        return _start_branches(run, node)
+    if node.type == "fan_in":
+        return _next_branch(run, node)
     if node.type == "checkpoint":
         s["checkpoint"] = node.id
         emit(s, "checkpoint_reached", node=node.id, name=node.name)
@@ -424,6 +428,44 @@ def answer_human(run: Run, answer: str) -> None:
     s["last_outcome"] = "success"
     _follow(run, edge)
     _settle(run)
+
+
+# ── parallel branches, one after another ────────────────────────────────────
+# A single agent works one node at a time, so a parallel node runs its branches (its outgoing edges, in
+# the order they are listed) one after another.  A branch ends when the run reaches a fan-in node; the
+# fan-in then starts the next branch, and after the last one routes on "success" when every branch's
+# last check passed, else on "fail".  A branch that reaches an exit or an escalation ends the run there.
+
+
+def _start_branches(run: Run, node: Node) -> Edge | None:
+    s = run.state
+    branches = [e.dst for e in run.plan.out_edges.get(node.id, ())]
+    if not branches:
+        return None
+    s.setdefault("parallel", []).append({"node": node.id, "pending": branches[1:], "failed": []})
+    emit(s, "parallel_started", node=node.id, branches=branches)
+    return Edge(src=node.id, dst=branches[0], condition="branch")
+
+
+def _next_branch(run: Run, node: Node) -> Edge | None:
+    s = run.state
+    frames = s.get("parallel") or []
+    if not frames:  # a fan-in reached without a parallel node: pass straight on
+        edge, _, _ = select_edge(run.plan, node.id, {"status": "success"}, s.get("context", {}), "decision")
+        return edge
+    frame = frames[-1]
+    if s.get("last_outcome") in ("retry", "exhausted"):
+        frame["failed"].append(s["path"][-2] if len(s.get("path", [])) > 1 else node.id)
+    if frame["pending"]:
+        nxt = frame["pending"].pop(0)
+        emit(s, "parallel_branch", node=frame["node"], branch=nxt)
+        return Edge(src=node.id, dst=nxt, condition="branch")
+    frames.pop()
+    status = "fail" if frame["failed"] else "success"
+    emit(s, "parallel_joined", node=node.id, failed=frame["failed"])
+    s["last_outcome"] = "exhausted" if frame["failed"] else "success"
+    edge, _, _ = select_edge(run.plan, node.id, {"status": status}, s.get("context", {}), "decision")
+    return edge
 
 
 MAX_GATE_JUMPS = 8

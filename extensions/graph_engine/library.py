@@ -121,7 +121,7 @@ def _problem_lines(path: str, found: list[Diagnostic]) -> list[str]:
             else:
                 target = f"plan '{d.plan}' is disabled, the others keep working"
             lines.append(f"{path}: {target}: [{d.rule}] {d.message}{at} (fix: {d.fix}){extra}")
-        else:
+        elif d.severity == "warning":
             lines.append(f"{path}: {d.text()}")
     return lines
 

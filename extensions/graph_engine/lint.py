@@ -61,6 +61,7 @@ RULES: Mapping[str, tuple[str, str]] = {
     "stylesheet_syntax": (ERROR, "a model_stylesheet that is not 'selector { key: value; }' rules"),
     "fidelity_valid": (ERROR, "a fidelity value outside full, truncate, compact, summary:low|medium|high"),
     "human_options": (ERROR, "a human gate option (edge) without a label"),
+    "parallel_branches": ("info", "which nodes could run in parallel (they run one after another, in edge order)"),
 }
 
 OUTCOMES = ("success", "retry", "exhausted")
@@ -74,7 +75,7 @@ TASK_ORDER = {
     "retry": ("on_retry",),
     "exhausted": ("on_exhaust", "on_fail", "always"),
 }
-PASS_THROUGH = ("start", "checkpoint", "decision")
+PASS_THROUGH = ("start", "checkpoint", "decision", "parallel", "fan_in")
 MAX_PASS_THROUGH = 64
 
 
@@ -117,7 +118,9 @@ STATUS_OF = {"success": "success", "retry": "retry", "exhausted": "fail"}
 
 
 def _kind(node: Node) -> str:
-    return "decision" if node.type == "decision" else "pass" if node.type in ("start", "checkpoint") else "task"
+    if node.type in ("decision", "fan_in"):
+        return "decision"
+    return "pass" if node.type in ("start", "checkpoint") else "task"
 
 
 def _outcome_clauses_hold(clauses: tuple, status: str) -> tuple[bool, bool]:
@@ -134,6 +137,8 @@ def _outcome_clauses_hold(clauses: tuple, status: str) -> tuple[bool, bool]:
 def possible_edges(plan: Plan, node: Node, outcome: str) -> tuple[list[Edge], bool]:
     """Every edge the engine might take for this outcome (routing.select_edge), and whether it may stay."""
     status = STATUS_OF[outcome]
+    if node.type == "parallel":  # every branch runs (one after another)
+        return list(plan.out_edges.get(node.id, ())), False
     kind = _kind(node)
     wanted = ("on_success",) if kind == "pass" else (
         DECISION_SHORTHANDS if kind == "decision" else TASK_SHORTHANDS)[status]
@@ -239,7 +244,12 @@ def lint_plan(plan: Plan) -> PlanReport:
                           f"the loop through {', '.join(members)} can repeat without spending a retry budget",
                           "give a node in the loop max_retries and send its on_retry edge around the loop and its "
                           "on_exhaust edge out of it", node=members[0]))
-    worst = None if cycles else _worst_case(plan, table)
+    if cycles:
+        worst = None
+    elif any(n.type == "parallel" for n in plan.nodes.values()):
+        worst = plan.max_turns  # branches run one after another; the turn ceiling is the bound that holds
+    else:
+        worst = _worst_case(plan, table)
     return PlanReport(plan.id, tuple(found), worst)
 
 
@@ -272,13 +282,17 @@ def _shape_rules(plan: Plan) -> list[Diagnostic]:
             found.append(diag("reachability", pid, "no path from the start node reaches it",
                               "add an edge to it or remove the node", node=node.id))
         seen: set[tuple[str, str, float]] = set()
-        for e in outs:
+        for e in outs if node.type != "parallel" else ():  # a parallel node's edges are its branches
             key = (e.condition, e.label if e.condition == "always" else "", e.weight)
             if key in seen:
                 found.append(diag("duplicate_condition", pid, f"second '{e.condition}' edge from the node",
                                   "merge the edges or give one another condition (or weight, or label)",
                                   node=node.id, edge=edge_name(e)))
             seen.add(key)
+        if node.type == "parallel":
+            found.append(diag("parallel_branches", pid, f"branches {', '.join(e.dst for e in outs)} could run in "
+                              "parallel; they run one after another, in the order listed", "none needed",
+                              node=node.id))
         if node.type == "human" and any(not e.label for e in outs):
             found.append(diag("human_options", pid, "a human gate's edge has no label, so the user cannot choose it",
                               'label every option, e.g. "[A] Approve"', node=node.id))

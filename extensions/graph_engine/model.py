@@ -21,7 +21,7 @@ from .routing import ConditionError, parse_condition
 from types import MappingProxyType
 from typing import Any, Mapping
 
-NODE_TYPES = ("start", "task", "decision", "escalate", "exit", "checkpoint", "human")
+NODE_TYPES = ("start", "task", "decision", "escalate", "exit", "checkpoint", "human", "parallel", "fan_in")
 CONDITIONS = ("on_success", "on_fail", "on_retry", "on_exhaust", "always")
 VERIFY_TYPES = (
     "output_contains",
