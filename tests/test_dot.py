@@ -324,6 +324,47 @@ def test_render_dot_and_mermaid_with_a_trace(tmp_path, capsys):
     assert 'reproduce ==>|"not reproduced yet x1"| gather_context' in text and "class " in text
 
 
+SMOKE = '''digraph smoke_test {
+    graph [goal="Prove the toolchain works", label="Smoke test", triggers="run the smoke test",
+           trigger_threshold=1, retry_target="implement"]
+    node [shape=box]
+    start     [shape=Mdiamond]
+    exit      [shape=Msquare]
+    implement [label="Implement", prompt="Write hello.py printing hello for: $goal", verify="exit_code_zero"]
+    run       [shape=parallelogram, label="Run it", prompt="python3 hello.py", verify="output_contains",
+               verify.value="hello", goal_gate=true, max_retries=1, continue_on_fail=true]
+    stuck     [type="escalate", reason="the toolchain does not work"]
+    start -> implement -> run -> exit
+    implement -> stuck [condition="on_exhaust"]
+}'''
+
+
+def test_the_smoke_test_pipeline(tmp_path, capsys):
+    assert findings(SMOKE, tmp_path) == []
+    path = tmp_path / "smoke.dot"
+    path.write_text(SMOKE)
+    assert cli.main(["simulate", str(path), "--outcomes", json.dumps(
+        {"run": [{"status": "fail"}, {"status": "fail"}, {"status": "success"}]}), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    # the goal gate failed at the exit: back to implement (the graph's retry target), then it passes
+    assert out["node_sequence"] == ["start", "implement", "run", "exit", "implement", "run", "exit"]
+    assert out["final_status"] == "success" and out["attempts"] == {"implement": 2, "run": 3}
+    _, plan, _ = load_dot_plan(SMOKE)
+    assert plan["graph"]["nodes"]["run"]["tool"] == "code_execution_tool"
+
+
+def test_render_output_is_read_by_graphviz(capsys):
+    if shutil.which("dot") is None:
+        pytest.skip("Graphviz is not installed here (.ci/run installs it when it can)")
+    import subprocess
+    assert cli.main(["render", str(LIBRARY), "--plan", "bugfix_workflow", "--format", "dot"]) == 0
+    text = capsys.readouterr().out
+    proc = subprocess.run(["dot", "-Tjson"], input=text.encode(), capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+    drawn = json.loads(proc.stdout)
+    assert {o["name"] for o in drawn["objects"]} >= {"reproduce", "fix", "test", "done"}
+
+
 def test_render_svg_needs_graphviz(capsys):
     code = cli.main(["render", str(LIBRARY), "--plan", "bugfix_workflow", "--format", "svg"])
     out = capsys.readouterr().out
