@@ -50,7 +50,7 @@ MAX_SETTLE_STEPS = 64
 MAX_REPLY_HASHED = 100_000
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Observation:
     """What the adapter read from one Agent-Zero hook call."""
 
@@ -73,7 +73,7 @@ class Observation:
         return f"{self.monologue}:{self.iteration + 1}"
 
 
-@dataclass
+@dataclass(slots=True)
 class Effects:
     logs: list[tuple[str, str]] = field(default_factory=list)  # (level, text)
     context: str | None = None
@@ -90,7 +90,7 @@ class Effects:
 PlanLookup = Callable[[str, str], Plan | None]  # (plan_id, version) -> plan
 
 
-@dataclass
+@dataclass(slots=True)
 class Run:
     """A state together with the plan version it runs, for the duration of one step."""
 

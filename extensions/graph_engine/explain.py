@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .lint import DECISION_ORDER, TASK_ORDER
 from .model import Plan
+from .routing import select_edge
 
 
 def load_events(path: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -44,16 +44,15 @@ def explain(plan: Plan | None, events: list[dict[str, Any]]) -> list[dict[str, A
         if kind == "node_verified":
             retried = any(x.get("type") == "retry_triggered" and x.get("node") == node for x in later[:1])
             outcome = "success" if e.get("outcome") == "success" else ("retry" if retried else "exhausted")
-            order = TASK_ORDER[outcome]
         else:
             outcome = e.get("outcome", "success")
-            order = DECISION_ORDER[outcome]
         taken = _next_edge(later, node)
         step = {"node": node, "kind": "check" if kind == "node_verified" else "decision", "outcome": outcome,
                 "reason": e.get("reason", ""), "evidence_sha256": e.get("evidence_sha256", ""),
                 "edge": taken, "candidates": []}
         if plan is not None and node in plan.out_edges:
-            step["candidates"] = _candidates(plan, node, order, taken, outcome)
+            context = _context_until(events[: i + 1])
+            step["candidates"] = _candidates(plan, node, kind, outcome, context, taken)
             if taken is None and outcome == "retry":
                 step["note"] = "no on_retry edge: the step was retried in place"
         steps.append(step)
@@ -69,25 +68,28 @@ def _next_edge(later: list[dict[str, Any]], node: str) -> dict[str, str] | None:
     return None
 
 
-def _candidates(plan: Plan, node: str, order: tuple[str, ...], taken: dict | None,
-                outcome: str) -> list[dict[str, str]]:
+def _context_until(events: list[dict[str, Any]]) -> dict[str, str]:
+    """The run's context as the captures so far had made it."""
+    ctx: dict[str, str] = {}
+    for e in events:
+        ctx.update(e.get("captured") or {})
+    return ctx
+
+
+def _candidates(plan: Plan, node: str, kind: str, outcome: str, context: dict[str, str],
+                taken: dict | None) -> list[dict[str, str]]:
+    """Every edge leaving the node with the engine's own verdict (routing.select_edge) and the one followed."""
+    status = {"success": "success", "retry": "retry", "exhausted": "fail"}.get(outcome, outcome)
+    node_kind = "decision" if kind == "decision_routed" else "task"
+    _, why, _ = select_edge(plan, node, {"status": status}, context, node_kind)
     out = []
-    chosen = False
-    for cond in order:  # the engine's order: first matching condition, first edge listed
-        for edge in plan.out_edges[node]:
-            if edge.condition != cond:
-                continue
-            if not chosen and taken and edge.dst == taken["to"] and cond == taken["condition"]:
-                verdict, chosen = "taken", True
-            elif chosen or taken:
-                verdict = "applies, but an earlier edge was taken"
-            else:
-                verdict = "applies"
-            out.append({"to": edge.dst, "condition": cond, "verdict": verdict})
-    for edge in plan.out_edges[node]:
-        if edge.condition not in order:
-            out.append({"to": edge.dst, "condition": edge.condition,
-                        "verdict": f"does not apply to outcome '{outcome}'"})
+    for entry in why:
+        followed = taken is not None and entry["to"] == taken["to"] and entry["condition"] == taken["condition"]
+        verdict = "taken" if followed else (f"does not apply to outcome '{outcome}'"
+                                            if entry["verdict"].startswith("does not match") else
+                                            "applies, but another edge was taken" if entry["verdict"] != "unconditional"
+                                            else "unconditional, not taken")
+        out.append({"to": entry["to"], "condition": entry["condition"], "verdict": verdict})
     return out
 
 

@@ -17,7 +17,7 @@ _NOT_FOUND = re.compile(r"^\s*Tool \S+ not found\b")
 TAIL_SCAN = 8  # items looked at from the end; a call adds at most reply + result + a note or two
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class CallOutput:
     """The output of one LLM call as history shows it."""
 

@@ -167,11 +167,25 @@ def _message(keyword: str, expected: Any, value: Any) -> str:
     return f"fails {keyword}"
 
 
+_REFS: dict[tuple[int, str], dict[str, Any]] = {}
+
+
 def _resolve(ref: str, root: dict[str, Any]) -> dict[str, Any]:
-    node: Any = root
-    for part in ref.removeprefix("#/").split("/"):
-        node = node[part]
+    key = (id(root), ref)
+    node = _REFS.get(key)
+    if node is None:
+        node = root
+        for part in ref.removeprefix("#/").split("/"):
+            node = node[part]
+        if len(_REFS) > 256:
+            _REFS.clear()
+        _REFS[key] = node
     return node
+
+
+@lru_cache(maxsize=256)
+def _rx(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
 
 
 def _check(value: Any, sub: dict[str, Any], root: dict[str, Any], path: str) -> Iterator[tuple[str, str]]:
@@ -186,7 +200,7 @@ def _check(value: Any, sub: dict[str, Any], root: dict[str, Any], path: str) -> 
     if isinstance(value, str):
         if len(value) < sub.get("minLength", 0):
             yield path, _message("minLength", sub["minLength"], value)
-        elif "pattern" in sub and not re.search(sub["pattern"], value):
+        elif "pattern" in sub and not _rx(sub["pattern"]).search(value):
             yield path, _message("pattern", sub["pattern"], value)
     if isinstance(value, int) and not isinstance(value, bool) and value < sub.get("minimum", value):
         yield path, _message("minimum", sub["minimum"], value)
@@ -216,12 +230,12 @@ def _check_object(value: dict, sub: dict[str, Any], root: dict[str, Any], path: 
     names = sub.get("propertyNames")
     for key, item in value.items():
         where = f"{path}.{key}" if path != "$" else key
-        if names is not None and "pattern" in names and not re.search(names["pattern"], key):
+        if names is not None and "pattern" in names and not _rx(names["pattern"]).search(key):
             yield where, _message("propertyNames", names, key)
         if key in props:
             yield from _check(item, props[key], root, where)
             continue
-        matched = [p for p in patterns if re.search(p, key)]
+        matched = [p for p in patterns if _rx(p).search(key)] if patterns else []
         for p in matched:
             yield from _check(item, patterns[p], root, where)
         if matched:

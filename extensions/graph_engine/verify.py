@@ -24,7 +24,7 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
 FILE_ROOTS_ENV = "GRAPH_ENGINE_FILE_ROOTS"
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Evidence:
     """What one LLM call produced: the tool it called, the tool's text, and the raw reply."""
 
@@ -34,7 +34,7 @@ class Evidence:
     truncated: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Verdict:
     ok: bool
     reason: str
