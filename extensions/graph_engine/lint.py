@@ -21,7 +21,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping
 
-from .matching import trigger_pattern
 from .model import Edge, Node, Plan
 from .routing import DECISION_SHORTHANDS, TASK_SHORTHANDS, select_edge
 
@@ -430,10 +429,15 @@ def _trigger_rules(plan: Plan) -> list[Diagnostic]:
                           "lower trigger_threshold or add trigger phrases"))
     for a in plan.all_triggers:
         for b in plan.triggers:  # a strong phrase starts the plan alone: counting it twice changes nothing
-            if a != b and trigger_pattern(a).search(b):
+            if a != b and contains_phrase(b, a):
                 found.append(diag("trigger_overlap", pid, f"'{b}' always also matches '{a}'",
                                   f"drop '{a}' or '{b}', or reword one"))
     return found
+
+
+def contains_phrase(text: str, phrase: str) -> bool:
+    """``phrase`` occurs in ``text`` as whole words (what trigger matching sees), without compiling a regex."""
+    return f" {' '.join(phrase.split())} " in f" {' '.join(text.split())} "
 
 
 def cross_plan_triggers(plans: Iterable[Plan]) -> list[Diagnostic]:
