@@ -104,8 +104,8 @@ def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
     if raw_state is None:
         raw_state = _saved_state(agent)
         restored = raw_state is not None
-    if library is None and raw_state is None:
-        return
+    if raw_state is None and (library is None or int(getattr(loop_data, "iteration", 0) or 0) > 0):
+        return  # no run, and no user message to start one: nothing can happen in this pass
     problems: list[str] = []
     obs = observe(agent, loop_data, hook, raw_state, problems)
     for line in problems:
