@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "extensions"))
 
 from graph_engine import adapter  # noqa: E402
 from graph_engine import standin as a0  # noqa: E402
-from graph_engine.library import build_library, load_library_file  # noqa: E402
+from graph_engine.library import build_library  # noqa: E402
 
 TARGETS = {"per_pass_median_us": 30.0, "flatness": 0.25, "library_load_ms": 50.0, "dot_parse_200_nodes_ms": 20.0}
 OUTPUTS = json.loads((ROOT / "fixtures" / "check_outputs.json").read_text())["cases"]

@@ -6,7 +6,7 @@ import os
 import time
 
 import pytest
-from scenario import FixtureModel, events, exit_fail, exit_ok, fix_loop_plan, message_for, use_library
+from scenario import FixtureModel, events, exit_ok, fix_loop_plan, message_for, use_library
 
 from graph_engine.audit import read_lines, replay_path
 from graph_engine.standin import FIXTURES, Agent, Reply, Session, cmd

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from graph_engine.standin import Reply, Session, cmd, terminal
-from scenario import crash, events, exit_ok, started, use_library, verdicts
+from scenario import crash, events, started, use_library, verdicts
 
 WARNING = Reply(warning="You have misformatted your message. Follow system prompt instructions.")
 ISOLATE = cmd("grep -n divide /tmp/test.py", "3:    return a / b")

@@ -4,7 +4,6 @@ import hashlib
 import json
 import os
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -70,11 +69,7 @@ def run(root: Path, *args: str, python: str | None = None, user: int | None = No
         stdin=subprocess.DEVNULL) -> subprocess.CompletedProcess:
     env = dict(os.environ, GRAPH_ENGINE_INSTALL_PYTHON=python or sys.executable)
     cmd = ["bash", str(SCRIPT), "--a0-root", str(root), "--python", python or sys.executable, *args]
-    demote = None
-    if user is not None:
-        def demote():
-            os.setgid(user)
-            os.setuid(user)
+    demote = (lambda: (os.setgid(user), os.setuid(user))) if user is not None else None
     return subprocess.run(cmd, capture_output=True, text=True, env=env, stdin=stdin, preexec_fn=demote,
                           timeout=120)
 

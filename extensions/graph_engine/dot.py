@@ -76,8 +76,7 @@ class DotGraph:
 # ── lexer ───────────────────────────────────────────────────────────────────
 
 # a token is a plain tuple (kind, text, pos): kind is word, string, arrow, eof or the punctuation itself
-Token = tuple  # (str, str, int)
-KIND, TEXT, POS = 0, 1, 2
+Token = tuple  # (kind, text, pos)
 
 
 class Lexer:

@@ -37,7 +37,6 @@ GRAPH_PLAN_KEYS = {"triggers": "list", "strong_triggers": "list", "domains": "li
                    "stale_after_turns": "int", "max_turns": "int", "description": "str", "retry_target": "str",
                    "fallback_retry_target": "str"}
 CONDITIONS = {"on_success", "on_fail", "on_retry", "on_exhaust", "always"}
-OUTCOME_CONDITIONS = {"outcome=success": "on_success", "outcome=fail": "on_fail", "outcome=retry": "on_retry"}
 FIDELITY = {"full", "truncate", "compact", "summary:low", "summary:medium", "summary:high"}
 _STYLESHEET = re.compile(r"\s*(?:(?:[*#.]?[A-Za-z_][\w.-]*|\*)\s*\{\s*(?:[A-Za-z_][\w.]*\s*:\s*[^;{}]+;?\s*)*\}\s*)*\Z")
 

@@ -64,16 +64,6 @@ RULES: Mapping[str, tuple[str, str]] = {
 }
 
 OUTCOMES = ("success", "retry", "exhausted")
-DECISION_ORDER = {
-    "success": ("on_success", "always"),
-    "retry": ("on_fail", "on_retry", "always"),
-    "exhausted": ("on_fail", "on_exhaust", "always"),
-}
-TASK_ORDER = {
-    "success": ("on_success", "always"),
-    "retry": ("on_retry",),
-    "exhausted": ("on_exhaust", "on_fail", "always"),
-}
 PASS_THROUGH = ("start", "checkpoint", "decision", "parallel", "fan_in")
 MAX_PASS_THROUGH = 64
 

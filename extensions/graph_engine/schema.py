@@ -76,11 +76,9 @@ def validate_document(doc: Any, schema: dict[str, Any], use_jsonschema: bool = F
 
 
 def jsonschema_available() -> bool:
-    try:
-        import jsonschema  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    import importlib.util
+
+    return importlib.util.find_spec("jsonschema") is not None
 
 
 def _run(instance: Any, sub: dict[str, Any], root: dict[str, Any], where: str,
