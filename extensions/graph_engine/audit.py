@@ -38,6 +38,18 @@ MAX_OPEN = 16  # run files kept open between calls (one per active run)
 _ENCODE = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False, separators=(", ", ": ")).encode
 
 
+_SECOND: list[Any] = [None, ""]
+
+
+def _now() -> str:
+    """UTC time with milliseconds, as datetime.isoformat gives it (the second's text is cached)."""
+    t = time.time()
+    sec = int(t)
+    if _SECOND[0] != sec:
+        _SECOND[0], _SECOND[1] = sec, datetime.fromtimestamp(sec, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{_SECOND[1]}.{int((t - sec) * 1000):03d}+00:00"
+
+
 def _line(record: dict[str, Any]) -> bytes:
     if _orjson is not None:
         try:
@@ -67,10 +79,17 @@ class AuditLog:
         self.root = root_dir
         self._swept = False
         self._open: OrderedDict[str, IO[bytes]] = OrderedDict()
+        self._paths: dict[tuple[str, str], str] = {}
         self._files_in: dict[str, int] = {}  # chat folder -> run files counted since the last prune
 
     def path(self, chat_id: str, run_id: str) -> str:
-        return os.path.join(self.root, safe_name(chat_id), f"{safe_name(run_id)}.jsonl")
+        key = (chat_id, run_id)
+        path = self._paths.get(key)
+        if path is None:
+            if len(self._paths) > 1024:
+                self._paths.clear()
+            path = self._paths[key] = os.path.join(self.root, safe_name(chat_id), f"{safe_name(run_id)}.jsonl")
+        return path
 
     def append(self, state: dict[str, Any], chat_id: str, agent_number: int) -> int:
         """Write the state's events not written yet; return how many.  Raises OSError (nothing is lost)."""
@@ -82,7 +101,7 @@ class AuditLog:
         fh = self._handle(path)
         head = {"chat": chat_id, "agent": agent_number, "run": state.get("run_id", ""),
                 "plan": state.get("plan_id", ""), "version": state.get("plan_version", "")}
-        now = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+        now = _now()
         try:  # whole lines in one write, flushed before the call returns
             fh.write(b"".join(_line({"time": now, **head, **event}) for event in pending))
             fh.flush()

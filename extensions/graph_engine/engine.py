@@ -209,13 +209,14 @@ def _judge(run: Run, obs: Observation, key: str) -> None:
              reason="unknown tool" if out.not_found else f"step expects tool {node.tool}")
         return
     evidence = Evidence(tool=out.tool, text=out.text, reply=out.reply, truncated=out.truncated)
-    verdict = check(node.verify, evidence)
-    digest = hashlib.sha256((judged_text(evidence) + "\0" + out.reply[:MAX_REPLY_HASHED])
+    text = judged_text(evidence)  # cleaned once: the check, the capture and the hash read the same text
+    verdict = check(node.verify, evidence, text)
+    digest = hashlib.sha256((text + "\0" + out.reply[:MAX_REPLY_HASHED])
                             .encode("utf-8", "surrogatepass")).hexdigest()
     if run.plan.mode == "linear":
         _linear_verdict(run, node, verdict, digest)
     else:
-        _graph_verdict(run, node, verdict, digest, capture(node.verify, evidence))
+        _graph_verdict(run, node, verdict, digest, capture(node.verify, evidence, text))
 
 
 # ── graph traversal ─────────────────────────────────────────────────────────
@@ -283,7 +284,7 @@ def _update_context(s: dict[str, Any], captured: dict[str, str]) -> None:
 def _route(run: Run, node: Node, outcome: dict[str, Any], reason: str) -> None:
     """Follow the edge the outcome selects (routing.select_edge), stay for a retry in place, or stall."""
     run.state["outcome"] = dict(outcome)
-    edge, _, stay = select_edge(run.plan, node.id, outcome, run.state.get("context", {}), "task")
+    edge, _, stay = select_edge(run.plan, node.id, outcome, run.state.get("context", {}), "task", explain=False)
     if stay:
         return  # a retry without an on_retry route: the step is retried in place
     if edge is None:
@@ -365,12 +366,13 @@ def _pass_through_edge(run: Run, node: Node) -> Edge | None:
         s["checkpoint"] = node.id
         emit(s, "checkpoint_reached", node=node.id, name=node.name)
     if node.type != "decision":
-        edge, _, _ = select_edge(run.plan, node.id, {"status": "success"}, s.get("context", {}), "pass")
+        edge, _, _ = select_edge(run.plan, node.id, {"status": "success"}, s.get("context", {}), "pass",
+                                 explain=False)
         return edge
     last = s.get("last_outcome") or "success"
     outcome = dict(s.get("outcome") or {}, status=STATUS_OF.get(last, "success"))
     emit(s, "decision_routed", node=node.id, outcome=last)
-    edge, _, _ = select_edge(run.plan, node.id, outcome, s.get("context", {}), "decision")
+    edge, _, _ = select_edge(run.plan, node.id, outcome, s.get("context", {}), "decision", explain=False)
     return edge
 
 

@@ -98,8 +98,10 @@ def evaluate(clauses: Sequence[tuple[str, str, str]], outcome: Mapping[str, Any]
 
 
 def select_edge(plan: Any, node_id: str, outcome: Mapping[str, Any], context: Mapping[str, Any],
-                kind: str = "task") -> tuple[Any, list[dict[str, Any]], bool]:
-    """(edge or None, why: each candidate with its verdict, stay: a retry kept on the node)."""
+                kind: str = "task", explain: bool = True) -> tuple[Any, list[dict[str, Any]], bool]:
+    """(edge or None, why: each candidate with its verdict, stay: a retry kept on the node).
+
+    ``explain=False`` skips building ``why`` (the engine's hot path)."""
     status = outcome.get("status", "success")
     table = DECISION_SHORTHANDS if kind == "decision" else TASK_SHORTHANDS
     if kind == "pass":  # start and checkpoint nodes
@@ -108,10 +110,12 @@ def select_edge(plan: Any, node_id: str, outcome: Mapping[str, Any], context: Ma
     matching: list[tuple[tuple, Any]] = []
     why: list[dict[str, Any]] = []
     unconditional = []
+    scratch: dict[str, Any] = {}
     for order, edge in enumerate(plan.out_edges.get(node_id, ())):
         cond = edge.condition
-        entry = {"to": edge.dst, "condition": cond, "weight": edge.weight}
-        why.append(entry)
+        entry = {"to": edge.dst, "condition": cond, "weight": edge.weight} if explain else scratch
+        if explain:
+            why.append(entry)
         if cond == "always":
             unconditional.append(edge)
             entry["verdict"] = "unconditional"
@@ -122,7 +126,8 @@ def select_edge(plan: Any, node_id: str, outcome: Mapping[str, Any], context: Ma
         else:
             ok = evaluate(edge.clauses, outcome, context)
             rank = (0, 0, -len(edge.clauses))
-        entry["verdict"] = "matches" if ok else f"does not match outcome '{status}'"
+        if explain:
+            entry["verdict"] = "matches" if ok else f"does not match outcome '{status}'"
         if ok:
             matching.append(((-edge.weight, *rank, edge.dst, order), edge))
     if matching:

@@ -66,9 +66,9 @@ def has_output(text: str) -> bool:
     return SYSTEM_NOTE.sub("", text).strip() != ""
 
 
-def check(verify: Verify | None, evidence: Evidence) -> Verdict:
-    """Apply one verification to one piece of evidence."""
-    text = _bounded(clean_output(evidence.text))
+def check(verify: Verify | None, evidence: Evidence, text: str | None = None) -> Verdict:
+    """Apply one verification to one piece of evidence (``text``: its judged text, when already made)."""
+    text = judged_text(evidence) if text is None else text
     if verify is None:
         return Verdict(True, "no check defined; the step's result was received")
     if verify.fail_pattern is not None:
@@ -127,11 +127,11 @@ def _exit_code_zero(_: Verify, text: str, __: Evidence) -> Verdict:
     return Verdict(False, f"exit status {code}")
 
 
-def capture(verify: Verify | None, evidence: Evidence) -> dict[str, str]:
+def capture(verify: Verify | None, evidence: Evidence, text: str | None = None) -> dict[str, str]:
     """Named groups of the check's capture pattern, matched against the judged text."""
     if verify is None or verify.capture_pattern is None:
         return {}
-    m = verify.capture_pattern.search(judged_text(evidence))
+    m = verify.capture_pattern.search(judged_text(evidence) if text is None else text)
     return {k: v for k, v in m.groupdict().items() if v is not None} if m else {}
 
 
