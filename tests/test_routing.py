@@ -263,3 +263,17 @@ def test_branches_run_in_order_and_the_fan_in_routes_on_all_of_them(monkeypatch,
     assert [e["type"] for e in final if e["type"].startswith("parallel_")] == [
         "parallel_started", "parallel_branch", "parallel_joined"]
     assert final[-1]["type"] == end
+
+
+def test_a_new_request_at_a_human_gate_starts_that_plan(monkeypatch, tmp_path):
+    import json as _json
+    from graph_engine.standin import LIBRARY
+    plans = _json.loads(LIBRARY.read_text())["plans"]
+    plans["r"] = review_plan()
+    use_library(monkeypatch, tmp_path, plans)
+    s = started("review the release")
+    s.run_pass(exit_ok())
+    s.run_pass(Reply(final="Ship the release or fix it first? [A] Approve / [F] Fix first"))
+    s.user("actually, fix the bug in /tmp/calc.py first")
+    s.run_pass(Reply(warning="x"))
+    assert s.state["plan_id"] == "bugfix_workflow" and events(s, "human_reasked") == []

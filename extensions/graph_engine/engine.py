@@ -112,7 +112,7 @@ def step(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any] | None
         _judge(run, obs, _tick(run, obs))
         run = _alive(run)
     if run is not None and obs.iteration == 0 and run.node.type == "human":
-        _human_answer(run, obs)
+        _human_answer(run, obs, plans)
         run = _alive(run)
     if obs.hook == BEFORE_MAIN and obs.iteration == 0:
         run = _new_message(plans, run, obs, fx)
@@ -396,11 +396,16 @@ def match_answer(plan: Plan, node: Node, answer: str) -> Edge | None:
     return None
 
 
-def _human_answer(run: Run, obs: Observation) -> None:
-    """The user's message that follows a human gate's question is its answer."""
+def _human_answer(run: Run, obs: Observation, plans: Iterable[Plan]) -> None:
+    """The user's message that follows a human gate's question is its answer, unless it names no option and
+    starts another plan: then it is a new request, decided like any new message."""
     s = run.state
     if s.get("message_monologue") == obs.monologue or not obs.user_message.strip():
         return
+    if match_answer(run.plan, run.node, obs.user_message) is None:
+        other = best_match(plans, obs.user_message, obs.domain, obs.allowed_plans)
+        if other is not None and other.plan.id != run.plan.id:
+            return
     s["message_monologue"] = obs.monologue  # this message is an answer, not a new request
     answer_human(run, obs.user_message.strip())
 
