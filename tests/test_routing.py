@@ -277,3 +277,18 @@ def test_a_new_request_at_a_human_gate_starts_that_plan(monkeypatch, tmp_path):
     s.user("actually, fix the bug in /tmp/calc.py first")
     s.run_pass(Reply(warning="x"))
     assert s.state["plan_id"] == "bugfix_workflow" and events(s, "human_reasked") == []
+
+
+def test_explain_shows_the_human_gate_answer(monkeypatch, tmp_path, capsys):
+    from graph_engine import cli
+    s = at_the_gate(monkeypatch, tmp_path)
+    s.user("F")
+    s.run_pass(Reply(warning="x"))
+    state = tmp_path / "state.json"
+    state.write_text(__import__("json").dumps(s.state))
+    library = tmp_path / "htn_plan_library.json"
+    assert cli.main(["explain", str(state), "--library", str(library)]) == 0
+    out = capsys.readouterr().out
+    assert "ask  human gate (answer 'F' picked '[F] Fix first' by answer)" in out
+    assert "[F] Fix first -> fix                      taken" in out
+    assert "[A] Approve -> ship                     not chosen" in out

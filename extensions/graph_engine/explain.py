@@ -37,6 +37,9 @@ def explain(plan: Plan | None, events: list[dict[str, Any]]) -> list[dict[str, A
     steps: list[dict[str, Any]] = []
     for i, e in enumerate(events):
         kind = e.get("type")
+        if kind == "human_answered":
+            steps.append(_answer_step(plan, e, _next_edge(events[i + 1:], e.get("node", ""))))
+            continue
         if kind not in ("node_verified", "decision_routed"):
             continue
         node = e.get("node", "")
@@ -59,11 +62,24 @@ def explain(plan: Plan | None, events: list[dict[str, Any]]) -> list[dict[str, A
     return steps
 
 
+def _answer_step(plan: Plan | None, e: dict[str, Any], taken: dict[str, str] | None) -> dict[str, Any]:
+    """A human gate: the user's answer, the option it picked (and how), and the options not picked."""
+    node = e.get("node", "")
+    step = {"node": node, "kind": "answer", "outcome": "success",
+            "reason": f"answer {e.get('answer', '')!r} picked {e.get('choice', '')!r} by {e.get('by', 'answer')}",
+            "evidence_sha256": "", "edge": taken, "candidates": []}
+    if plan is not None and node in plan.out_edges:
+        step["candidates"] = [{"to": x.dst, "condition": x.label or x.condition,
+                               "verdict": "taken" if taken and taken["to"] == x.dst else "not chosen"}
+                              for x in plan.out_edges[node]]
+    return step
+
+
 def _next_edge(later: list[dict[str, Any]], node: str) -> dict[str, str] | None:
     for x in later:
         if x.get("type") == "edge_followed" and x.get("from") == node:
             return {"from": x["from"], "to": x["to"], "condition": x.get("condition", "")}
-        if x.get("type") in ("node_verified", "decision_routed"):
+        if x.get("type") in ("node_verified", "decision_routed", "human_answered"):
             return None
     return None
 
@@ -98,7 +114,8 @@ def format_steps(steps: list[dict[str, Any]], facts: dict[str, Any], note: str =
     if note:
         lines.append(note)
     for n, st in enumerate(steps, 1):
-        what = f"check: {st['outcome']}" if st["kind"] == "check" else f"decision on outcome '{st['outcome']}'"
+        what = {"check": f"check: {st['outcome']}", "answer": "human gate"}.get(
+            st["kind"], f"decision on outcome '{st['outcome']}'")
         lines.append(f"{n:>3}. {st['node']}  {what}" + (f" ({st['reason']})" if st["reason"] else ""))
         for c in st["candidates"]:
             lines.append(f"       {c['condition']:<11} -> {c['to']:<24} {c['verdict']}")
