@@ -110,10 +110,9 @@ def select_edge(plan: Any, node_id: str, outcome: Mapping[str, Any], context: Ma
     matching: list[tuple[tuple, Any]] = []
     why: list[dict[str, Any]] = []
     unconditional = []
-    scratch: dict[str, Any] = {}
     for order, edge in enumerate(plan.out_edges.get(node_id, ())):
         cond = edge.condition
-        entry = {"to": edge.dst, "condition": cond, "weight": edge.weight} if explain else scratch
+        entry: dict[str, Any] = {"to": edge.dst, "condition": cond, "weight": edge.weight}
         if explain:
             why.append(entry)
         if cond == "always":
@@ -126,8 +125,7 @@ def select_edge(plan: Any, node_id: str, outcome: Mapping[str, Any], context: Ma
         else:
             ok = evaluate(edge.clauses, outcome, context)
             rank = (0, 0, -len(edge.clauses))
-        if explain:
-            entry["verdict"] = "matches" if ok else f"does not match outcome '{status}'"
+        entry["verdict"] = "matches" if ok else f"does not match outcome '{status}'"
         if ok:
             matching.append(((-edge.weight, *rank, edge.dst, order), edge))
     if matching:
