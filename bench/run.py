@@ -67,6 +67,19 @@ class Driver:
         result = {"ai": False, "content": {"tool_name": "code_execution_tool", "tool_result": a0.terminal(case["output"])}}
         return reply, result
 
+    async def hooks(self) -> int:
+        """The next pass's two hook calls, in Agent-Zero's order; returns the nanoseconds they took."""
+        loop = self.loop
+        assert loop is not None
+        loop.iteration += 1
+        loop.params_temporary = {}
+        loop.history_output = self.history
+        t0 = time.perf_counter_ns()
+        await self.companion.execute(loop_data=loop)
+        loop.extras_temporary.clear()
+        await self.selector.execute(loop_data=loop)
+        return time.perf_counter_ns() - t0
+
     async def one_pass(self) -> int:
         """One pass; returns the nanoseconds spent in the two hooks (negative: a pass that started a run)."""
         state = getattr(self.agent, "_htn_state", None)
@@ -75,15 +88,7 @@ class Driver:
             self.history.append({"ai": False, "content": {"user_message": self.message}})
             self.loop = a0.LoopData(user_message=a0.UserMessage(self.message))
             self.bst.run(self.agent, self.message)
-        loop = self.loop
-        loop.iteration += 1
-        loop.params_temporary = {}
-        loop.history_output = self.history
-        t0 = time.perf_counter_ns()
-        await self.companion.execute(loop_data=loop)
-        loop.extras_temporary.clear()
-        await self.selector.execute(loop_data=loop)
-        spent = time.perf_counter_ns() - t0
+        spent = await self.hooks()
         if starting:
             spent = -spent
         reply, result = self._reply()
@@ -118,17 +123,9 @@ def idle_pass_us(passes: int) -> float:
 
     async def run() -> list[float]:
         await driver.one_pass()  # the user's message: matched against every plan, none starts
-        loop = driver.loop
         out = []
         for _ in range(passes):
-            loop.iteration += 1
-            loop.params_temporary = {}
-            loop.history_output = driver.history
-            t0 = time.perf_counter_ns()
-            await driver.companion.execute(loop_data=loop)
-            loop.extras_temporary.clear()
-            await driver.selector.execute(loop_data=loop)
-            out.append((time.perf_counter_ns() - t0) / 1000)
+            out.append(await driver.hooks() / 1000)
             driver.history.append({"ai": True, "content": a0.tool_reply("code_execution_tool", "ls")})
             driver.history.append({"ai": False, "content": {"tool_name": "code_execution_tool",
                                                             "tool_result": a0.terminal("x")}})
