@@ -17,6 +17,7 @@ from typing import Any
 
 from .dot import DotGraph, Duration, Value, parse
 from .lint import Diagnostic
+from .routing import ConditionError, parse_condition
 
 SHAPES = {"Mdiamond": "start", "Msquare": "exit", "box": "codergen", "parallelogram": "tool",
           "diamond": "conditional", "hexagon": "wait.human", "component": "parallel",
@@ -178,8 +179,6 @@ def _node(attrs: dict[str, Value], ntype: str, htype: str, goal: str, default_re
 
 def _condition(text: str) -> str | None:
     """A shorthand stays; an expression is kept when it parses (the engine evaluates it)."""
-    from .routing import ConditionError, parse_condition
-
     text = text.strip()
     if text in CONDITIONS:
         return text

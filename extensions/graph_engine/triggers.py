@@ -12,7 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from .matching import best_match, trigger_pattern
+from .lint import contains_phrase
+from .matching import best_match
 from .model import Plan
 
 NONE = "(none)"
@@ -68,7 +69,7 @@ def collisions(plans: Sequence[Plan]) -> list[dict[str, str]]:
                 continue
             for ta in a.all_triggers:
                 for tb in b.all_triggers:
-                    if ta == tb or trigger_pattern(ta).search(tb) or trigger_pattern(tb).search(ta):
+                    if contains_phrase(tb, ta) or contains_phrase(ta, tb):
                         found.append({"plan": a.id, "trigger": ta, "other_plan": b.id, "other_trigger": tb})
     return found
 
