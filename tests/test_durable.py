@@ -141,8 +141,16 @@ def test_audit_lines_parse_carry_the_fields_and_replay_the_path(tmp_path):
     final = s.agent._htn_last_run
     path = audit_file(tmp_path, s)
     raw = path.read_text().splitlines()
-    lines = [json.loads(x) for x in raw]
+
+    def one_each(pairs):  # a key written twice in a line (a head field repeated by an event) is a defect
+        keys = [k for k, _ in pairs]
+        assert len(keys) == len(set(keys)), keys
+        return dict(pairs)
+
+    lines = [json.loads(x, object_pairs_hook=one_each) for x in raw]
     assert [e["seq"] for e in lines] == [e["seq"] for e in final["events"]]  # every event, once, in order
+    assert lines[0]["type"] == "plan_activated" and lines[0]["triggers"]
+    assert all(line["time"].endswith("+00:00") and len(line["time"]) == 29 for line in lines)
     for line in lines:
         assert {"time", "chat", "agent", "run", "plan", "version", "type", "turn", "seq"} <= set(line)
         assert line["chat"] == "IDrobAgr" and line["agent"] == 0 and line["plan"] == "bugfix_workflow"

@@ -5,8 +5,9 @@ Files: ``<runs dir>/<chat id>/<run id>.jsonl`` where the runs dir is
 the plan id and version hash, and the event (its type, turn, seq, node and the
 event's own fields: verdict and reason with the evidence's sha256, the edge
 taken with its condition, ...).  The lines of one hook call go out in a single
-write and are flushed before the call returns, so a crash loses at most the
-lines of the call in progress (a torn last line is skipped on reading).  Lines that could not be written stay pending in
+write to an append-only descriptor (no buffer in this process) before the call
+returns, so a crash loses at most the lines of the call in progress (a torn last
+line is skipped on reading).  Lines that could not be written stay pending in
 the state (``audit_seq``) and are written on the next call that can.
 
 Retention: a chat's folder keeps its newest ``GRAPH_ENGINE_RUNS_KEEP`` files
@@ -24,7 +25,7 @@ import re
 import time
 from collections import OrderedDict
 from datetime import datetime, timezone
-from typing import IO, Any, Iterator
+from typing import Any, Iterator
 
 try:  # optional speed-up; the standard library is enough
     import orjson as _orjson
@@ -34,29 +35,35 @@ except ImportError:  # pragma: no cover - depends on the environment
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
 DEFAULT_KEEP = 50
 DEFAULT_DAYS = 30
+HEAD_KEYS = frozenset(("time", "chat", "agent", "run", "plan", "version"))
 MAX_OPEN = 16  # run files kept open between calls (one per active run)
 _ENCODE = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False, separators=(", ", ": ")).encode
 
 
-_SECOND: list[Any] = [None, ""]
+_SECOND: list[Any] = [None, b""]  # the current second as the start of a line: b'{"time":"2026-11-22T01:02:03'
+_MILLIS = tuple(f'.{ms:03d}+00:00",'.encode() for ms in range(1000))
 
 
-def _now() -> str:
-    """UTC time with milliseconds, as datetime.isoformat gives it (the second's text is cached)."""
+def _time_prefix() -> bytes:
+    """The start of a line up to the time's closing quote: UTC with milliseconds, as datetime.isoformat
+    gives it (the second's text is made once per second)."""
     t = time.time()
     sec = int(t)
     if _SECOND[0] != sec:
-        _SECOND[0], _SECOND[1] = sec, datetime.fromtimestamp(sec, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
-    return f"{_SECOND[1]}.{int((t - sec) * 1000):03d}+00:00"
+        _SECOND[0] = sec
+        _SECOND[1] = b'{"time":"' + datetime.fromtimestamp(sec, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S").encode()
+    return _SECOND[1] + _MILLIS[min(int((t - sec) * 1000), 999)]
 
 
-def _line(record: dict[str, Any]) -> bytes:
+def _encode(value: dict[str, Any]) -> bytes:
+    """One JSON object as UTF-8 bytes (orjson when present; a lone surrogate falls back to the standard
+    encoder, which escapes it)."""
     if _orjson is not None:
         try:
-            return _orjson.dumps(record, default=str) + b"\n"
-        except TypeError:  # e.g. a lone surrogate in a reason: the standard encoder escapes it
+            return _orjson.dumps(value, default=str)
+        except TypeError:
             pass
-    return (_ENCODE(record) + "\n").encode("utf-8", "backslashreplace")
+    return _ENCODE(value).encode("utf-8", "backslashreplace")
 
 
 def runs_dir(a0_root: str) -> str:
@@ -78,8 +85,9 @@ class AuditLog:
     def __init__(self, root_dir: str) -> None:
         self.root = root_dir
         self._swept = False
-        self._open: OrderedDict[str, IO[bytes]] = OrderedDict()
+        self._open: OrderedDict[str, int] = OrderedDict()  # path -> append-only descriptor
         self._paths: dict[tuple[str, str], str] = {}
+        self._heads: dict[tuple, bytes] = {}  # (path, agent, plan, version) -> the fixed part of a line
         self._files_in: dict[str, int] = {}  # chat folder -> run files counted since the last prune
 
     def path(self, chat_id: str, run_id: str) -> str:
@@ -93,46 +101,70 @@ class AuditLog:
 
     def append(self, state: dict[str, Any], chat_id: str, agent_number: int) -> int:
         """Write the state's events not written yet; return how many.  Raises OSError (nothing is lost)."""
-        done = int(state.get("audit_seq", 0) or 0)
-        pending = [e for e in state.get("events", []) if e.get("seq", 0) > done]
-        if not pending:
+        done = state.get("audit_seq", 0) or 0
+        events = state.get("events") or ()
+        start = len(events)  # events are in seq order: the pending ones are the tail
+        while start and events[start - 1].get("seq", 0) > done:
+            start -= 1
+        if start == len(events):
             return 0
         path = self.path(chat_id, state.get("run_id", "run"))
-        fh = self._handle(path)
-        head = {"chat": chat_id, "agent": agent_number, "run": state.get("run_id", ""),
-                "plan": state.get("plan_id", ""), "version": state.get("plan_version", "")}
-        now = _now()
-        try:  # whole lines in one write, flushed before the call returns
-            fh.write(b"".join(_line({"time": now, **head, **event}) for event in pending))
-            fh.flush()
-            state["audit_seq"] = pending[-1]["seq"]
-        except (OSError, ValueError):
+        fd = self._handle(path)
+        head = self._head(path, chat_id, agent_number, state)
+        prefix = _time_prefix() + head
+        blob = b"".join(prefix + _encode(event)[1:] + b"\n" if HEAD_KEYS.isdisjoint(event)
+                        else self._merged(prefix, event) for event in events[start:])
+        try:  # whole lines in one write (the kernel has them when it returns: a crash of this process
+            # loses nothing written); a short write goes on where it stopped
+            written = os.write(fd, blob)
+            while written < len(blob):
+                written += os.write(fd, blob[written:])
+        except OSError:
             self.close(path)
             raise
+        state["audit_seq"] = events[-1]["seq"]
         if state.get("status", "active") != "active":
             self.close(path)  # the run ended: its file is complete
-        return len(pending)
+        return len(events) - start
 
-    def _handle(self, path: str) -> IO[bytes]:
-        fh = self._open.get(path)
-        if fh is not None and not fh.closed:
+    def _head(self, path: str, chat_id: str, agent_number: int, state: dict[str, Any]) -> bytes:
+        """The fields every line of a run repeats, encoded once: chat, agent, run, plan, version."""
+        key = (path, agent_number, state.get("plan_id", ""), state.get("plan_version", ""))
+        head = self._heads.get(key)
+        if head is None:
+            if len(self._heads) > 1024:
+                self._heads.clear()
+            head = self._heads[key] = _encode({"chat": chat_id, "agent": agent_number, "run": state.get("run_id", ""),
+                                               "plan": key[2], "version": key[3]})[1:-1] + b","
+        return head
+
+    @staticmethod
+    def _merged(prefix: bytes, event: dict[str, Any]) -> bytes:
+        """A line for an event that repeats a head field (plan_activated names its plan): the head's value
+        is kept, the event's copy dropped, so that every key appears once."""
+        rest = {k: v for k, v in event.items() if k not in HEAD_KEYS}
+        return prefix + _encode(rest)[1:] + b"\n"
+
+    def _handle(self, path: str) -> int:
+        fd = self._open.get(path)
+        if fd is not None:
             self._open.move_to_end(path)
-            return fh
+            return fd
         if not os.path.exists(path):
             folder = os.path.dirname(path)
             self._prune(folder)
             os.makedirs(folder, exist_ok=True)
-        fh = open(path, "ab")
-        self._open[path] = fh
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        self._open[path] = fd
         while len(self._open) > MAX_OPEN:
             self.close(next(iter(self._open)))
-        return fh
+        return fd
 
     def close(self, path: str) -> None:
-        fh = self._open.pop(path, None)
-        if fh is not None:
+        fd = self._open.pop(path, None)
+        if fd is not None:
             try:
-                fh.close()
+                os.close(fd)
             except OSError:
                 pass
 
