@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from graph_engine.history import newest_call_output, reply_before_user_message, user_words
+from graph_engine.history import newest_call_output, reply_before_user_message, reply_tool_name, user_words
 from graph_engine.standin import FIXTURES, Reply, Session, load_extension_class, terminal
 
 CAPTURES = FIXTURES / "agent_zero"
@@ -59,7 +59,7 @@ def test_newest_result_read_from_real_tool_error_capture(layout):
     history = capture("tool_error", layout, "turn_03")["loop_data.history_output"]
     out = newest_call_output(history)
     assert out.tool == "code_execution_tool"
-    assert "exit=1" in out.text and out.reply_tool == "code_execution_tool"
+    assert "exit=1" in out.text and reply_tool_name(out.reply) == "code_execution_tool"
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

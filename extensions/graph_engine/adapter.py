@@ -258,8 +258,7 @@ def _full_output(out: CallOutput | None) -> CallOutput | None:
     except OSError:
         return out
     text = blob.decode("utf-8", errors="replace")
-    return CallOutput(reply=out.reply, reply_tool=out.reply_tool, tool=out.tool, text=text, file=out.file,
-                      not_found=out.not_found)
+    return CallOutput(reply=out.reply, tool=out.tool, text=text, file=out.file, not_found=out.not_found)
 
 
 def _usable_state(rt: Runtime, agent: Any, raw: Any, obs: engine.Observation) -> dict | None:

@@ -22,7 +22,6 @@ class CallOutput:
     """The output of one LLM call as history shows it."""
 
     reply: str  # the model's raw reply text
-    reply_tool: str  # the tool the reply asked for ("" when it could not be read)
     tool: str  # the tool whose result follows ("" when there is no result)
     text: str  # the tool's result text
     truncated: bool = False  # shortened by history compression
@@ -51,17 +50,16 @@ def _as_tool_result(content: Any) -> dict | None:
 def newest_call_output(history: Sequence[Any]) -> CallOutput | None:
     """The reply and tool result the newest LLM call added, or None when it added no tool result."""
     result: dict | None = None
-    for item in reversed(history[-TAIL_SCAN:]):
-        if not isinstance(item, dict):
+    for i in range(len(history) - 1, max(-1, len(history) - 1 - TAIL_SCAN), -1):
+        item = history[i]
+        if type(item) is not dict and not isinstance(item, dict):
             continue
         content = item.get("content")
         if item.get("ai"):
-            if result is None:
-                return None
-            return _call_output(_text(content), result)
+            return None if result is None else _call_output(_text(content), result)
         if result is None:
             result = _as_tool_result(content)
-        if isinstance(content, dict) and "user_message" in content:
+        if type(content) is dict and "user_message" in content:
             return None  # a user message after the last reply: no new result
     return None
 
@@ -70,11 +68,8 @@ def _call_output(reply: str, result: dict) -> CallOutput:
     text = result.get("tool_result", "")
     text = text if isinstance(text, str) else json.dumps(text, default=str)
     tool = str(result.get("tool_name", ""))
-    return CallOutput(
-        reply=reply, reply_tool=reply_tool_name(reply), tool=tool, text=text,
-        truncated=COMPRESSED_MARK in text, file=str(result.get("file", "") or ""),
-        not_found=bool(_NOT_FOUND.match(text)),
-    )
+    return CallOutput(reply, tool, text, COMPRESSED_MARK in text, str(result.get("file", "") or ""),
+                      _NOT_FOUND.match(text) is not None)
 
 
 def reply_before_user_message(history: Sequence[Any]) -> CallOutput | None:
@@ -92,7 +87,7 @@ def reply_before_user_message(history: Sequence[Any]) -> CallOutput | None:
         reply = _text(content)
         if reply_tool_name(reply) != "response":
             return None
-        return CallOutput(reply=reply, reply_tool="response", tool="response", text=_response_text(reply))
+        return CallOutput(reply=reply, tool="response", text=_response_text(reply))
     return None
 
 
