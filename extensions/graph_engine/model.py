@@ -19,7 +19,7 @@ from functools import cached_property
 
 from .routing import ConditionError, parse_condition
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 NODE_TYPES = ("start", "task", "decision", "escalate", "exit", "checkpoint", "human", "parallel", "fan_in")
 CONDITIONS = ("on_success", "on_fail", "on_retry", "on_exhaust", "always")
@@ -164,6 +164,14 @@ class Plan:
 
     def node(self, node_id: str) -> Node | None:
         return self.nodes.get(node_id)
+
+    def derived(self, name: str, make: Callable[[Plan], Any]) -> Any:
+        """Something computed from this plan once and kept with it (routing memo, render texts): a plan is
+        immutable, and a new version of a plan is a new object."""
+        value = self.__dict__.get(name)
+        if value is None:
+            value = self.__dict__[name] = make(self)
+        return value
 
 
 # ── compiling ───────────────────────────────────────────────────────────────

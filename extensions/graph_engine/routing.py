@@ -101,8 +101,20 @@ def select_edge(plan: Any, node_id: str, outcome: Mapping[str, Any], context: Ma
                 kind: str = "task", explain: bool = True) -> tuple[Any, list[dict[str, Any]], bool]:
     """(edge or None, why: each candidate with its verdict, stay: a retry kept on the node).
 
-    ``explain=False`` skips building ``why`` (the engine's hot path)."""
+    ``explain=False`` skips building ``why`` (the engine's hot path); there the choice is remembered per
+    (node, kind, status) when it cannot depend on anything else: every edge leaving the node is a shorthand
+    or unconditional and the outcome names no preferred label and no suggested ids."""
     status = outcome.get("status", "success")
+    if not explain and not outcome.get("preferred_label") and not outcome.get("suggested_next_ids"):
+        memo = plan.derived("_route_memo", lambda _: {})
+        key = (node_id, kind, status)
+        found = memo.get(key)
+        if found is None:
+            found = select_edge(plan, node_id, {"status": status}, context, kind, explain=True)
+            found = (found[0], [], found[2])
+            if all(e.condition in SHORTHANDS for e in plan.out_edges.get(node_id, ())):
+                memo[key] = found
+        return found
     table = DECISION_SHORTHANDS if kind == "decision" else TASK_SHORTHANDS
     if kind == "pass":  # start and checkpoint nodes
         table = {s: ("on_success",) for s in STATUSES}
