@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from .model import Edge, Node, Plan
 
@@ -47,42 +47,64 @@ def linear_context(plan: Plan, state: dict[str, Any]) -> str:
 # ── graph plans ─────────────────────────────────────────────────────────────
 
 
+class _PlanTexts:
+    """The parts of a plan's context that depend on the plan alone, made once per plan version."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.header = f"[WORKFLOW: {plan.name}] step "
+        self.of_total = f" of {plan.total_steps} on the success path ("
+        self.task_name = {nid: n.name for nid, n in plan.nodes.items() if n.type == "task"}
+        self.steps: dict[str, str] = {}  # node -> "Current step: ..." and its details
+        self.forward: dict[tuple[str, int], str] = {}  # (node, failures) -> the ways forward
+
+
+def _texts(plan: Plan) -> _PlanTexts:
+    return plan.derived("_render_texts", _PlanTexts)
+
+
 def graph_context(plan: Plan, state: dict[str, Any]) -> str:
     node = plan.nodes[state["current_node"]]
     if node.type == "human":
         return human_context(plan, state, node)
-    lines = [f"[WORKFLOW: {plan.name}] step {min(state['current_step'] + 1, plan.total_steps)} "
-             f"of {plan.total_steps} on the success path ({state['completed_nodes']} steps done)"]
-    lines.append("  " + " → ".join(_trail(plan, state)))
+    texts = _texts(plan)
+    entry = state["visited"].get(node.id)
+    failures = entry.get("failures", 0) if entry else 0
+    lines = [f"{texts.header}{min(state['current_step'] + 1, plan.total_steps)}{texts.of_total}"
+             f"{state['completed_nodes']} steps done)",
+             "  " + " → ".join(_trail(plan, state, failures))]
     pending = _pending(plan, state, node)
     if pending:
         lines.append("  Pending: " + pending)
     if state.get("route_note") and state.get("turns_since_transition", 0) == 0:
         lines.append("  " + state["route_note"])
-    lines.append(f"Current step: {node.name}")
-    lines.append(_details_text(plan, node))
+    step = texts.steps.get(node.id)
+    if step is None:
+        step = texts.steps[node.id] = f"Current step: {node.name}\n" + "\n".join(_node_details(node))
+    lines.append(step)
     if state.get("last_failure"):
         lines.append(f"    Last attempt failed: {state['last_failure']}")
-    lines.append(_forward_text(plan, state, node))
+    forward = texts.forward.get((node.id, failures))
+    if forward is None:
+        forward = texts.forward[(node.id, failures)] = "\n".join(_paths_forward(plan, node, failures))
+    lines.append(forward)
     if state.get("stalled"):
         lines.append(f"    STALLED: {state['stalled']}")
-    lines.append("")
-    lines.append(EVIDENCE_NOTE)
-    lines.append(INSTRUCTION)
+    lines.append(_FOOTER)
     return "\n".join(lines)
 
 
+_FOOTER = f"\n{EVIDENCE_NOTE}\n{INSTRUCTION}"
 PENDING_SHOWN = 6
 
 
 def _pending(plan: Plan, state: dict[str, Any], node: Node) -> str:
     """The next success-path steps not met yet (a few: long plans must not make every pass longer)."""
     start = plan.success_index.get(node.id, -1) + 1
-    names, visited, path = [], state["visited"], plan.success_path
+    names, visited, path, task_name = [], state["visited"], plan.success_path, _texts(plan).task_name
     for i in range(start, len(path)):  # no slice: a copy of a long path on every pass adds up
         nid = path[i]
         if nid not in visited:
-            names.append(plan.nodes[nid].name)
+            names.append(task_name[nid])
             if len(names) == PENDING_SHOWN:
                 break
     more = plan.total_steps - start - len(names)
@@ -90,49 +112,37 @@ def _pending(plan: Plan, state: dict[str, Any], node: Node) -> str:
 
 
 TRAIL_SHOWN = 8
+_MARK = {"success": " [DONE]", "fail": " [FAILED]"}
 
 
-def _trail(plan: Plan, state: dict[str, Any]) -> list[str]:
+def _trail(plan: Plan, state: dict[str, Any], failures: int = 0) -> list[str]:
     """The last few task nodes met, each once, oldest first, with their latest outcome."""
     parts: list[str] = []
     seen: set[str] = set()
-    path = state.get("path", [])
+    path, visited, current = state.get("path", []), state["visited"], state["current_node"]
+    task_name = _texts(plan).task_name
     for i in range(len(path) - 1, -1, -1):
         nid = path[i]
-        node = plan.nodes.get(nid)
-        if nid in seen or node is None or node.type != "task":
+        name = task_name.get(nid)
+        if name is None or nid in seen:
             continue
         seen.add(nid)
         if len(parts) == TRAIL_SHOWN:
             parts.append("...")
             break
-        if nid == state["current_node"]:
-            parts.append(f"{node.name} << CURRENT{_attempt(node, state)}")
+        if nid == current:
+            parts.append(f"{name} << CURRENT{_attempt(plan.nodes[nid], failures)}")
             continue
-        outcome = state["visited"].get(nid, {}).get("outcome", "")
-        parts.append(f"{node.name} [{'DONE' if outcome == 'success' else 'FAILED' if outcome == 'fail' else '...'}]")
+        entry = visited.get(nid)
+        parts.append(name + _MARK.get(entry.get("outcome", "") if entry else "", " [...]"))
     parts.reverse()
     return parts
 
 
-def _attempt(node: Node, state: dict[str, Any]) -> str:
+def _attempt(node: Node, failures: int) -> str:
     if node.max_retries <= 0:
         return ""
-    failures = state["visited"].get(node.id, {}).get("failures", 0)
     return f" (attempt {min(failures, node.max_retries) + 1}/{node.max_retries + 1})"
-
-
-_TEXT_CACHE: dict[tuple, str] = {}  # (plan version, node, ...) -> text that depends on nothing else
-_TEXT_CACHE_MAX = 4096
-
-
-def _cached(key: tuple, make: Callable[[], str]) -> str:
-    text = _TEXT_CACHE.get(key)
-    if text is None:
-        if len(_TEXT_CACHE) >= _TEXT_CACHE_MAX:
-            _TEXT_CACHE.clear()
-        text = _TEXT_CACHE[key] = make()
-    return text
 
 
 def human_context(plan: Plan, state: dict[str, Any], node: Node) -> str:
@@ -147,16 +157,6 @@ def human_context(plan: Plan, state: dict[str, Any], node: Node) -> str:
     lines.append("Ask the user this question with the options above, using the response tool, and stop. "
                  "Do not choose for the user and do not execute further steps until the user answers.")
     return "\n".join(lines)
-
-
-def _details_text(plan: Plan, node: Node) -> str:
-    return _cached((plan.id, plan.version, node.id, "details"), lambda: "\n".join(_node_details(node)))
-
-
-def _forward_text(plan: Plan, state: dict[str, Any], node: Node) -> str:
-    failures = state["visited"].get(node.id, {}).get("failures", 0)
-    return _cached((plan.id, plan.version, node.id, "forward", failures),
-                   lambda: "\n".join(_paths_forward(plan, state, node)))
 
 
 def _node_details(node: Node) -> list[str]:
@@ -179,11 +179,10 @@ def target_words(plan: Plan, edge: Edge) -> str:
     return dst.name
 
 
-def _paths_forward(plan: Plan, state: dict[str, Any], node: Node) -> list[str]:
+def _paths_forward(plan: Plan, node: Node, failures: int) -> list[str]:
     edges = plan.out_edges.get(node.id, ())
     by = {c: next((e for e in edges if e.condition == c), None)
           for c in ("on_success", "on_fail", "on_retry", "on_exhaust", "always")}
-    failures = state["visited"].get(node.id, {}).get("failures", 0)
     lines = []
     ok = by["on_success"] or by["always"]
     if ok:
