@@ -211,12 +211,12 @@ def _judge(run: Run, obs: Observation, key: str) -> None:
     evidence = Evidence(tool=out.tool, text=out.text, reply=out.reply, truncated=out.truncated)
     text = judged_text(evidence)  # cleaned once: the check, the capture and the hash read the same text
     verdict = check(node.verify, evidence, text)
-    digest = hashlib.sha256((text + "\0" + out.reply[:MAX_REPLY_HASHED])
-                            .encode("utf-8", "surrogatepass")).hexdigest()
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass"))  # the hash of text + NUL + reply
+    digest.update(b"\0" + out.reply[:MAX_REPLY_HASHED].encode("utf-8", "surrogatepass"))
     if run.plan.mode == "linear":
-        _linear_verdict(run, node, verdict, digest)
+        _linear_verdict(run, node, verdict, digest.hexdigest())
     else:
-        _graph_verdict(run, node, verdict, digest, capture(node.verify, evidence, text))
+        _graph_verdict(run, node, verdict, digest.hexdigest(), capture(node.verify, evidence, text))
 
 
 # ── graph traversal ─────────────────────────────────────────────────────────

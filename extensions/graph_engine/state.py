@@ -85,9 +85,13 @@ def upgrade(state: dict[str, Any]) -> dict[str, Any]:
 
 def emit(state: dict[str, Any], etype: str, **fields: Any) -> dict[str, Any]:
     """Append a typed event; the list keeps the newest MAX_EVENTS."""
-    state["seq"] = state.get("seq", 0) + 1
-    event = {"type": etype, "turn": state.get("turn", 0), "seq": state["seq"], **fields}
-    events = state.setdefault("events", [])
+    seq = state["seq"] = state.get("seq", 0) + 1
+    event = {"type": etype, "turn": state.get("turn", 0), "seq": seq}
+    if fields:
+        event.update(fields)
+    events = state.get("events")
+    if events is None:
+        events = state["events"] = []
     events.append(event)
     if len(events) > MAX_EVENTS:
         del events[: len(events) - MAX_EVENTS]
@@ -111,9 +115,15 @@ def remember(state: dict[str, Any], key: str, item: Any, limit: int) -> None:
 
 def record_shown(state: dict[str, Any], pass_key: str, node_id: str) -> None:
     """Note which node's instructions are in the prompt of the call made at ``pass_key``."""
-    shown = [s for s in state.get("shown", []) if s[0] != pass_key]
+    shown = state.get("shown")
+    if shown is None:
+        shown = state["shown"] = []
+    for i in range(len(shown) - 1, -1, -1):
+        if shown[i][0] == pass_key:
+            del shown[i]
     shown.append([pass_key, node_id])
-    state["shown"] = shown[-MAX_SHOWN:]
+    if len(shown) > MAX_SHOWN:
+        del shown[: len(shown) - MAX_SHOWN]
 
 
 def shown_node(state: dict[str, Any], pass_key: str) -> str | None:

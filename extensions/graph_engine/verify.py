@@ -46,9 +46,10 @@ def clean_output(text: str) -> str:
     if "\x1b" in text:
         text = ANSI.sub("", text)
     body = text.rstrip()
+    if body[-1:] not in ("#", "$"):  # every prompt line ends so: most outputs skip the pattern
+        return body
     last_nl = body.rfind("\n")
-    last = body[last_nl + 1:]
-    if SHELL_PROMPT.fullmatch(last.strip()):
+    if SHELL_PROMPT.fullmatch(body[last_nl + 1:].strip()):
         body = body[:last_nl] if last_nl >= 0 else ""
     return body
 
