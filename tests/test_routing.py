@@ -292,3 +292,32 @@ def test_explain_shows_the_human_gate_answer(monkeypatch, tmp_path, capsys):
     assert "ask  human gate (answer 'F' picked '[F] Fix first' by answer)" in out
     assert "[F] Fix first -> fix                      taken" in out
     assert "[A] Approve -> ship                     not chosen" in out
+
+
+def test_the_engines_remembered_routes_equal_a_fresh_selection_and_never_depend_on_context():
+    """The hot path (explain=False) remembers routes per (node, kind, status); every remembered route must be
+    what a fresh selection gives, for every node of the shipped plans, and context-dependent nodes are
+    never remembered."""
+    from graph_engine.library import load_library_file
+    from graph_engine.routing import STATUSES
+    from graph_engine.standin import LIBRARY
+
+    for plan in load_library_file(str(LIBRARY)).plans.values():
+        for node_id in plan.nodes:
+            for kind in ("task", "decision", "pass"):
+                for status in STATUSES:
+                    fresh = select_edge(plan, node_id, {"status": status}, {}, kind)
+                    fast = select_edge(plan, node_id, {"status": status}, {}, kind, explain=False)
+                    again = select_edge(plan, node_id, {"status": status}, {}, kind, explain=False)
+                    assert (fast[0], fast[2]) == (again[0], again[2]) == (fresh[0], fresh[2]), (plan.id, node_id)
+    p = plan_with([{"to": "a", "condition": "context.lang=python"}, {"to": "b", "condition": "always"}])
+    for lang, want in (("python", "a"), ("js", "b"), ("python", "a")):
+        edge, _, _ = select_edge(p, "n", {"status": "success"}, {"lang": lang}, "task", explain=False)
+        assert edge.dst == want
+    edge, _, _ = select_edge(p, "n", {"status": "success", "preferred_label": ""}, {}, "task", explain=False)
+    assert edge.dst == "b"
+    q = plan_with([{"to": "a", "condition": "always", "label": "Alpha"}, {"to": "b", "condition": "always",
+                                                                         "label": "Beta", "weight": 1}])
+    assert select_edge(q, "n", {"status": "success"}, {}, "task", explain=False)[0].dst == "b"
+    assert select_edge(q, "n", {"status": "success", "preferred_label": "Alpha"}, {}, "task",
+                       explain=False)[0].dst == "a"  # a preferred label is never answered from memory
