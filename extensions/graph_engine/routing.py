@@ -38,6 +38,7 @@ STATUSES = ("success", "partial_success", "retry", "fail", "skipped")
 SHORTHANDS = ("on_success", "on_fail", "on_retry", "on_exhaust", "always")
 TASK_SHORTHANDS = {"success": ("on_success",), "partial_success": ("on_success",), "retry": ("on_retry",),
                    "fail": ("on_exhaust", "on_fail"), "skipped": ()}
+PASS_SHORTHANDS = ("on_success",)  # start and checkpoint nodes, whatever the status
 DECISION_SHORTHANDS = {"success": ("on_success",), "partial_success": ("on_success",),
                        "retry": ("on_fail", "on_retry"), "fail": ("on_fail", "on_exhaust"), "skipped": ()}
 _CLAUSE = re.compile(r"\s*(outcome|preferred_label|context\.[A-Za-z_][A-Za-z0-9_.]*)\s*(!=|=)\s*(.*?)\s*\Z")
@@ -63,10 +64,6 @@ def parse_condition(text: str) -> tuple[tuple[str, str, str], ...]:
             raise ConditionError(f"outcome {value!r} is not one of {', '.join(STATUSES)}")
         clauses.append((key, op, value))
     return tuple(clauses)
-
-
-def is_shorthand(condition: str) -> bool:
-    return condition in SHORTHANDS
 
 
 def normalise_label(label: str) -> str:
@@ -110,34 +107,37 @@ def select_edge(plan: Any, node_id: str, outcome: Mapping[str, Any], context: Ma
         key = (node_id, kind, status)
         found = memo.get(key)
         if found is None:
-            found = select_edge(plan, node_id, {"status": status}, context, kind, explain=True)
-            found = (found[0], [], found[2])
+            found = _select(plan, node_id, outcome, context, kind, False)
             if all(e.condition in SHORTHANDS for e in plan.out_edges.get(node_id, ())):
                 memo[key] = found
         return found
-    table = DECISION_SHORTHANDS if kind == "decision" else TASK_SHORTHANDS
-    if kind == "pass":  # start and checkpoint nodes
-        table = {s: ("on_success",) for s in STATUSES}
-    wanted = table.get(status, ())
+    return _select(plan, node_id, outcome, context, kind, explain)
+
+
+def _select(plan: Any, node_id: str, outcome: Mapping[str, Any], context: Mapping[str, Any], kind: str,
+            explain: bool) -> tuple[Any, list[dict[str, Any]], bool]:
+    status = outcome.get("status", "success")
+    wanted = (PASS_SHORTHANDS if status in STATUSES else ()) if kind == "pass" else (
+        DECISION_SHORTHANDS if kind == "decision" else TASK_SHORTHANDS).get(status, ())
     matching: list[tuple[tuple, Any]] = []
     why: list[dict[str, Any]] = []
     unconditional = []
     for order, edge in enumerate(plan.out_edges.get(node_id, ())):
         cond = edge.condition
-        entry: dict[str, Any] = {"to": edge.dst, "condition": cond, "weight": edge.weight}
-        if explain:
-            why.append(entry)
         if cond == "always":
             unconditional.append(edge)
-            entry["verdict"] = "unconditional"
+            if explain:
+                why.append({"to": edge.dst, "condition": cond, "weight": edge.weight, "verdict": "unconditional"})
             continue
-        if is_shorthand(cond):
+        if cond in SHORTHANDS:
             ok = cond in wanted
             rank = (1, wanted.index(cond) if ok else 0, 0)
         else:
             ok = evaluate(edge.clauses, outcome, context)
             rank = (0, 0, -len(edge.clauses))
-        entry["verdict"] = "matches" if ok else f"does not match outcome '{status}'"
+        if explain:
+            why.append({"to": edge.dst, "condition": cond, "weight": edge.weight,
+                        "verdict": "matches" if ok else f"does not match outcome '{status}'"})
         if ok:
             matching.append(((-edge.weight, *rank, edge.dst, order), edge))
     if matching:
