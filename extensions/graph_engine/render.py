@@ -56,6 +56,14 @@ class _PlanTexts:
         self.task_name = {nid: n.name for nid, n in plan.nodes.items() if n.type == "task"}
         self.steps: dict[str, str] = {}  # node -> "Current step: ..." and its details
         self.forward: dict[tuple[str, int], str] = {}  # (node, failures) -> the ways forward
+        for nid, node in plan.nodes.items():  # made with the plan's first context: a step met for the first
+            if node.type == "task":  # time costs no more than any other (the after-retry texts come later)
+                self.steps[nid] = step_text(node)
+                self.forward[(nid, 0)] = "\n".join(_paths_forward(plan, node, 0))
+
+
+def step_text(node: Node) -> str:
+    return f"Current step: {node.name}\n" + "\n".join(_node_details(node))
 
 
 def _texts(plan: Plan) -> _PlanTexts:
@@ -77,10 +85,7 @@ def graph_context(plan: Plan, state: dict[str, Any]) -> str:
         lines.append("  Pending: " + pending)
     if state.get("route_note") and state.get("turns_since_transition", 0) == 0:
         lines.append("  " + state["route_note"])
-    step = texts.steps.get(node.id)
-    if step is None:
-        step = texts.steps[node.id] = f"Current step: {node.name}\n" + "\n".join(_node_details(node))
-    lines.append(step)
+    lines.append(texts.steps.get(node.id) or step_text(node))
     if state.get("last_failure"):
         lines.append(f"    Last attempt failed: {state['last_failure']}")
     forward = texts.forward.get((node.id, failures))
