@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "extensions"))
@@ -133,6 +134,109 @@ def idle_pass_us(passes: int) -> float:
         return out
 
     return statistics.median(asyncio.run(run()))
+
+
+def no_result_pass_us(passes: int) -> float:
+    """Passes with an active run in which the model's reply produced no tool result (a misformatted reply:
+    Agent-Zero adds a system warning): nothing to judge, the step's context is shown again."""
+    driver = Driver(2000)
+
+    async def run() -> list[float]:
+        out = []
+        while len(out) < passes:
+            state = getattr(driver.agent, "_htn_state", None)
+            if state is None or state["status"] != "active":  # expired after its staleness window: restart
+                await driver.one_pass()
+                continue
+            out.append(await driver.hooks() / 1000)
+            driver.history.append({"ai": True, "content": "I will now run the tests."})
+            driver.history.append({"ai": False, "content": {"system_warning": "You have misformatted your "
+                                                                              "message. Follow system prompt."}})
+            del driver.history[1:3]
+        return out
+
+    return statistics.median(asyncio.run(run()))
+
+
+def calibration_us() -> float:
+    """A fixed pure-Python workload (dict building, formatting, a regex search): the machine's speed at the
+    time of the run, so figures from different runs can be compared (this machine varies up to 2x)."""
+    import re
+
+    pattern = re.compile(r"\b(\d+) passed\b")
+    text = "collected 12 items\n" + "test_calc.py ........ \n" * 8 + "12 passed in 0.05s\n"
+
+    def work() -> int:
+        d = {f"k{i}": i for i in range(40)}
+        return sum(d.values()) + len(f"{d['k1']}:{d['k2']}") + (pattern.search(text) is not None)
+
+    times = []
+    for _ in range(2000):
+        t = time.perf_counter_ns()
+        work()
+        times.append(time.perf_counter_ns() - t)
+    return statistics.median(times) / 1000
+
+
+def _median_us(fn: Callable[[], object], reps: int) -> float:
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter_ns()
+        fn()
+        times.append(time.perf_counter_ns() - t)
+    return statistics.median(times) / 1000
+
+
+def judged_pass_parts_us(driver: Driver, reps: int = 1000) -> dict[str, float]:
+    """What the main parts of a judged pass cost alone, on the live run's data: reading the newest result
+    from the history; checking and hashing each step's realistic passing output (median over the plan's
+    steps); rendering the context at each step (median over the steps); recording three events and writing
+    their audit lines.  The rest of a pass is the Agent-Zero glue and the state bookkeeping."""
+    import hashlib
+
+    from graph_engine import history, render, verify
+    from graph_engine.audit import AuditLog
+    from graph_engine.state import emit
+
+    state = driver.agent._htn_state
+    assert state is not None and state["status"] == "active"
+    plan = next(iter(adapter._runtimes.values())).lookup(state["plan_id"], state["plan_version"])
+    reply, result = driver._reply()
+    hist = driver.history + [reply, result]
+    assert history.newest_call_output(hist) is not None
+    tasks = [n for n in plan.nodes.values() if n.type == "task"]
+
+    def judge(node: Any) -> Callable[[], None]:
+        case = next(c for c in OUTPUTS if c["plan"] == plan.id and c["node"] == node.id and c["expect"] == "pass")
+        out = history.newest_call_output([{"ai": True, "content": a0.tool_reply("code_execution_tool", case["command"])},
+                                          {"ai": False, "content": {"tool_name": "code_execution_tool",
+                                                                    "tool_result": a0.terminal(case["output"])}}])
+        assert out is not None
+
+        def run() -> None:
+            ev = verify.Evidence(tool=out.tool, text=out.text, reply=out.reply)
+            text = verify.judged_text(ev)
+            verify.check(node.verify, ev, text)
+            hashlib.sha256(text.encode("utf-8", "surrogatepass")).update(out.reply.encode())
+        return run
+
+    with tempfile.TemporaryDirectory() as tmp:
+        log = AuditLog(tmp)
+        fake = json.loads(json.dumps(state))
+
+        def audit() -> None:
+            emit(fake, "node_verified", node="fix", outcome="success", reason="exit status 0", evidence_sha256="0" * 64)
+            emit(fake, "edge_followed", **{"from": "fix", "to": "test", "condition": "on_success"})
+            emit(fake, "node_entered", node="test")
+            log.append(fake, "bench", 0)
+
+        return {
+            "read newest result": round(_median_us(lambda: history.newest_call_output(hist), reps), 2),
+            "check + hash": round(statistics.median(_median_us(judge(n), reps) for n in tasks), 2),
+            "render context": round(statistics.median(
+                _median_us(lambda n=n: render.context(plan, dict(state, current_node=n.id)), reps) for n in tasks), 2),
+            "three events + audit write": round(_median_us(audit, reps), 2),
+        }
 
 
 def interleaved(drivers: dict[str, Driver], passes: int, batch: int = 50, warmup: int = 200) -> dict[str, float]:
@@ -279,25 +383,93 @@ def dot_parse_ms() -> float:
     return statistics.median(times)
 
 
+README = ROOT / "README.md"
+README_START, README_END = "<!-- bench:start -->", "<!-- bench:end -->"
+
+
+def _spread(d: dict[str, float]) -> float:
+    return (max(d.values()) - min(d.values())) / min(d.values())
+
+
+def rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
+    """(measure, figure, target, met: None for a figure that is only reported) for a results dict: the
+    printed table and the README's."""
+    us = lambda v: f"{v:.1f} µs"  # noqa: E731
+    hist, nodes = r["per_pass_us_by_history"], r["per_pass_us_by_nodes"]
+    median = r["per_pass_us"]["median"]
+    return [
+        ("per pass with an active run and a new result, both hooks: median / p99",
+         f"{median:.0f} / {r['per_pass_us']['p99']:.0f} µs", f"median <= {TARGETS['per_pass_median_us']:.0f} µs",
+         median <= TARGETS["per_pass_median_us"]),
+        ("  its parts alone: " + ", ".join(r["judged_pass_parts_us"]),
+         " / ".join(f"{v:.1f}" for v in r["judged_pass_parts_us"].values()) + " µs", "reported", None),
+        ("per pass with an active run and no new result", us(r["per_pass_no_result_us"]), "reported", None),
+        ("per pass with no active run (most passes of a chat)", us(r["idle_pass_us"]["median"]), "reported", None),
+        ("a pass that starts a run (matching + activation)", f"{r['activation_pass_us']['median']:.0f} µs",
+         "reported", None),
+        ("per pass by history length 100 / 1,000 / 10,000 messages", " / ".join(f"{v:.0f}" for v in hist.values())
+         + " µs", f"flat within {TARGETS['flatness']:.0%} ({_spread(hist):.0%})", _spread(hist) <= TARGETS["flatness"]),
+        ("per pass by plan size 10 / 500 / 5,000 nodes", " / ".join(f"{v:.0f}" for v in nodes.values()) + " µs",
+         f"flat within {TARGETS['flatness']:.0%} ({_spread(nodes):.0%})", _spread(nodes) <= TARGETS["flatness"]),
+        ("first library load + schema + lint (fresh process, after import)", f"{r['library_load_ms']:.0f} ms",
+         f"<= {TARGETS['library_load_ms']:.0f} ms", r["library_load_ms"] <= TARGETS["library_load_ms"]),
+        ("engine import in a fresh process", f"{r['engine_import_ms']:.0f} ms", "reported", None),
+        ("a 1,000-plan library, load + schema + lint", f"{r['library_1000_plans_load_ms'] / 1000:.1f} s",
+         "reported", None),
+        ("DOT parse, 200 nodes / 250 edges (label and prompt per node)", f"{r['dot_parse_200_nodes_ms']:.0f} ms",
+         f"<= {TARGETS['dot_parse_200_nodes_ms']:.0f} ms", r["dot_parse_200_nodes_ms"] <= TARGETS["dot_parse_200_nodes_ms"]),
+        ("state size after 10,000 passes of a looping plan", f"{r['state_bytes_after_10000_passes']:,} bytes",
+         "bounded (< 64 kB)", r["state_bytes_after_10000_passes"] < 64_000),
+        ("machine speed: a fixed pure-Python workload", us(r["calibration_us"]), "reported", None),
+    ]
+
+
+def readme_table(r: dict) -> str:
+    """The README's figures, made from bench/results.json alone (a test checks the README shows them)."""
+    m = r["machine"]
+    lines = [README_START, "",
+             f"Figures of `make bench` on {m['date']}: Python {m['python']}, {m['cpus']} CPUs, "
+             f"{r['per_pass_us']['passes']:,} measured passes.", "",
+             "| measure | figure | target | met |", "|---|---|---|---|"]
+    met = {True: "yes", False: "**no**", None: "-"}
+    lines += [f"| {name.strip()} | {fig} | {target} | {met[ok]} |" for name, fig, target, ok in rows(r)]
+    return "\n".join(lines + ["", README_END])
+
+
+def write_readme(r: dict) -> None:
+    text = README.read_text()
+    a, b = text.index(README_START), text.index(README_END) + len(README_END)
+    README.write_text(text[:a] + readme_table(r) + text[b:])
+
+
 def main() -> int:
     quick = "--quick" in sys.argv
     n = 2000 if quick else 20000
+    calibration = [calibration_us()]
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["A0_ROOT"] = tmp  # audit logs go to a throwaway tree
         os.environ.pop("GRAPH_ENGINE_LIBRARY", None)
         adapter._runtimes.clear()
         starts: list[float] = []
-        main_times = sorted(per_pass(2000, n, starts=starts))
+        main_driver = Driver(2000)
+        main_times = sorted(per_pass(2000, n, starts=starts, driver=main_driver))
+        while (getattr(main_driver.agent, "_htn_state", None) or {}).get("status") != "active":
+            asyncio.run(main_driver.one_pass())
+        parts = judged_pass_parts_us(main_driver)
+        no_result = no_result_pass_us(n // 4)
         idle = idle_pass_us(n // 4)
         by_history = interleaved({str(h): Driver(h) for h in (100, 1000, 10000)}, n // 4)
         by_nodes = per_pass_by_nodes((10, 500, 5000), n // 4)
         cold, big, import_ms = library_load_ms()
         state_bytes = state_bytes_after(10_000)
         dot_ms = dot_parse_ms()
+    calibration.append(calibration_us())
     median = statistics.median(main_times)
     p99 = main_times[int(len(main_times) * 0.99) - 1]
     results = {
         "per_pass_us": {"median": round(median, 2), "p99": round(p99, 2), "passes": len(main_times)},
+        "judged_pass_parts_us": parts,
+        "per_pass_no_result_us": round(no_result, 2),
         "activation_pass_us": {"median": round(statistics.median(starts), 2), "passes": len(starts)},
         "idle_pass_us": {"median": round(idle, 2)},
         "per_pass_us_by_history": {k: round(v, 2) for k, v in by_history.items()},
@@ -307,35 +479,22 @@ def main() -> int:
         "library_1000_plans_load_ms": round(big, 1),
         "dot_parse_200_nodes_ms": round(dot_ms, 2),
         "state_bytes_after_10000_passes": state_bytes,
+        "calibration_us": round(statistics.mean(calibration), 2),
         "machine": {"python": platform.python_version(), "platform": platform.platform(),
                     "cpus": os.cpu_count(), "processor": platform.processor() or platform.machine(),
                     "date": time.strftime("%Y-%m-%d")},
     }
-    spread = lambda d: (max(d.values()) - min(d.values())) / min(d.values())  # noqa: E731
-    checks = [
-        ("per-pass median (us)", median, f"<= {TARGETS['per_pass_median_us']}", median <= TARGETS["per_pass_median_us"]),
-        ("per-pass p99 (us)", p99, "reported", True),
-        ("pass that starts a run, median (us)", statistics.median(starts), "reported", True),
-        ("pass with no active run, median (us)", idle, "reported", True),
-        ("by history 100/1k/10k (us)", "/".join(f"{v:.1f}" for v in by_history.values()),
-         f"spread <= {TARGETS['flatness']:.0%}", spread(by_history) <= TARGETS["flatness"]),
-        ("by nodes 10/500/5000 (us)", "/".join(f"{v:.1f}" for v in by_nodes.values()),
-         f"spread <= {TARGETS['flatness']:.0%}", spread(by_nodes) <= TARGETS["flatness"]),
-        ("library load+schema+lint, first (ms)", cold, f"<= {TARGETS['library_load_ms']}", cold <= TARGETS["library_load_ms"]),
-        ("engine import, fresh process (ms)", import_ms, "reported", True),
-        ("1,000-plan library (ms)", big, "reported", True),
-        ("DOT parse 200 nodes/250 edges (ms)", dot_ms, f"<= {TARGETS['dot_parse_200_nodes_ms']}",
-         dot_ms <= TARGETS["dot_parse_200_nodes_ms"]),
-        ("state bytes after 10,000 passes", state_bytes, "bounded", state_bytes < 64_000),
-    ]
-    print(f"{'measure':<38} {'value':>22}  {'target':<16} ok")
-    for name, value, target, ok in checks:
-        shown = f"{value:.2f}" if isinstance(value, float) else str(value)
-        print(f"{name:<38} {shown:>22}  {target:<16} {'yes' if ok else 'NO'}")
-    results["targets_met"] = all(ok for *_, ok in checks)
+    table = rows(results)
+    print(f"{'measure':<70} {'figure':>26}  {'target':<26} met")
+    for name, figure, target, ok in table:
+        print(f"{name[:70]:<70} {figure:>26}  {target:<26} {'-' if ok is None else 'yes' if ok else 'NO'}")
+    results["targets_met"] = all(ok is not False for *_, ok in table)
     out = ROOT / "bench" / ("results.local.json" if quick else "results.json")
-    out.write_text(json.dumps(results, indent=2) + "\n")
+    out.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
     print(f"\nwritten: {out.relative_to(ROOT)}")
+    if not quick:
+        write_readme(results)
+        print("README.md: figures updated")
     return 0 if results["targets_met"] else 1
 
 
