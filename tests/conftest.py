@@ -1,9 +1,20 @@
 import sys
 from pathlib import Path
 
+import os
+
 import pytest
+from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+# Property tests: "ci" (the default, used by `make test`: 150 examples per property, derandomized) and
+# "long" (HYPOTHESIS_PROFILE=long: 2,000 examples, for local runs).
+settings.register_profile("ci", max_examples=150, deadline=None, derandomize=True,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("long", max_examples=2000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 from graph_engine import adapter  # noqa: E402
 

@@ -1,14 +1,14 @@
 """Property-based tests: random valid plans driven by random sequences of Agent-Zero passes.
 
-Profiles: "ci" (the default, used by `make test`: 150 examples per property) and "long"
-(HYPOTHESIS_PROFILE=long: 2,000 examples, for local runs).
+Profiles (tests/conftest.py): "ci" (the default, used by `make test`: 150 examples per property) and
+"long" (HYPOTHESIS_PROFILE=long: 2,000 examples, for local runs).
 """
 
 import json
 import os
 import tempfile
 
-from hypothesis import HealthCheck, assume, given, settings, target
+from hypothesis import assume, given, target
 from hypothesis import strategies as st
 
 from graph_engine import adapter
@@ -17,11 +17,6 @@ from graph_engine.library import check_document
 from graph_engine.standin import Reply, Session, cmd
 from graph_engine.state import MAX_EVENTS, MAX_PATH, problem_with
 
-settings.register_profile("ci", max_examples=150, deadline=None, derandomize=True,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.register_profile("long", max_examples=2000, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 TRIGGER = "run the random plan"
 VERIFY = [{"type": "any_output"}, {"type": "exit_code_zero"}, {"type": "output_contains", "value": "ok"},

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from .model import Verify
+from .prefilter import search
 
 NO_OUTPUT_MARK = "[SYSTEM: No output returned"
 SYSTEM_NOTE = re.compile(r"^\s*\[SYSTEM:[^\]]*\]?.*$", re.MULTILINE)
@@ -73,7 +74,7 @@ def check(verify: Verify | None, evidence: Evidence, text: str | None = None) ->
     if verify is None:
         return Verdict(True, "no check defined; the step's result was received")
     if verify.fail_pattern is not None:
-        bad = verify.fail_pattern.search(text)
+        bad = search(verify.fail_pattern, text)
         if bad is not None:
             return Verdict(False, f"output matches the failure pattern /{verify.fail_if}/ ('{bad.group(0)[:60]}')")
     handler = _HANDLERS[verify.type]
@@ -97,7 +98,7 @@ def _not_contains(v: Verify, text: str, _: Evidence) -> Verdict:
 
 def _regex(v: Verify, text: str, want_match: bool) -> Verdict:
     assert v.pattern is not None
-    m = v.pattern.search(text)
+    m = search(v.pattern, text)
     if m is None:
         return Verdict(not want_match, f"{'expected the output to match' if want_match else 'output does not match'}"
                                        f" /{v.value}/")
@@ -132,7 +133,7 @@ def capture(verify: Verify | None, evidence: Evidence, text: str | None = None) 
     """Named groups of the check's capture pattern, matched against the judged text."""
     if verify is None or verify.capture_pattern is None:
         return {}
-    m = verify.capture_pattern.search(judged_text(evidence) if text is None else text)
+    m = search(verify.capture_pattern, judged_text(evidence) if text is None else text)
     return {k: v for k, v in m.groupdict().items() if v is not None} if m else {}
 
 
