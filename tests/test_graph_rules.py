@@ -89,3 +89,31 @@ def test_default_ceiling_comes_from_the_budgets():
                                [{"from": "start", "to": "a"}, {"from": "a", "to": "b"}, {"from": "b", "to": "done"}],
                                stale_after_turns=5))
     assert p.max_turns == (3 + 1) * 5 and p.success_path == ("a", "b") and p.total_steps == 2
+
+
+def test_the_ways_forward_text_follows_the_retry_count_and_its_cache_stays_bounded():
+    """The context's "On fail" lines count the retries left; after a node's budget they no longer change,
+    and a huge budget does not make the per-plan text cache grow with every failure."""
+    from graph_engine import render
+
+    plan = compile_plan("p", {"name": "P", "graph": {"start": "t", "nodes": {
+        "t": {"type": "task", "name": "T", "verify": {"type": "any_output"}, "max_retries": 10**9},
+        "stuck": {"type": "escalate", "reason": "stuck"}, "done": {"type": "exit"}}, "edges": [
+        {"from": "t", "to": "done", "condition": "on_success"}, {"from": "t", "to": "stuck", "condition": "on_exhaust"}]}})
+    state = {"current_node": "t", "current_step": 0, "completed_nodes": 0, "path": ["t"], "visited": {}}
+    texts = []
+    for failures in range(200):
+        state["visited"]["t"] = {"outcome": "pending", "attempts": failures, "failures": failures}
+        texts.append(render.graph_context(plan, state))
+    assert "retry T (attempt 2/" in texts[0] and "retry T (attempt 200/" in texts[198]
+    assert len(set(texts)) == 200  # every count is shown as it is
+    assert len(plan.__dict__["_render_texts"].forward) <= render.FORWARD_CACHED + 1
+    small = compile_plan("q", {"name": "Q", "graph": {"start": "t", "nodes": {
+        "t": {"type": "task", "name": "T", "verify": {"type": "any_output"}, "max_retries": 1},
+        "stuck": {"type": "escalate", "reason": "stuck"}, "done": {"type": "exit"}}, "edges": [
+        {"from": "t", "to": "done", "condition": "on_success"}, {"from": "t", "to": "stuck", "condition": "on_exhaust"}]}})
+    after = []
+    for failures in (1, 2, 50):  # past the budget of one retry the ways forward are the same
+        state["visited"]["t"] = {"outcome": "pending", "attempts": failures, "failures": failures}
+        after.append(render.graph_context(small, state).split("Verify:")[1])
+    assert after[0] == after[1] == after[2] and "On fail (exhausted) → escalate: stuck" in after[0]

@@ -88,9 +88,12 @@ def graph_context(plan: Plan, state: dict[str, Any]) -> str:
     lines.append(texts.steps.get(node.id) or step_text(node))
     if state.get("last_failure"):
         lines.append(f"    Last attempt failed: {state['last_failure']}")
-    forward = texts.forward.get((node.id, failures))
+    key = (node.id, min(failures, node.max_retries))  # past its budget a node's ways forward stay the same
+    forward = texts.forward.get(key)
     if forward is None:
-        forward = texts.forward[(node.id, failures)] = "\n".join(_paths_forward(plan, node, failures))
+        forward = "\n".join(_paths_forward(plan, node, key[1]))
+        if key[1] <= FORWARD_CACHED:  # a budget of a billion retries must not grow the cache for ever
+            texts.forward[key] = forward
     lines.append(forward)
     if state.get("stalled"):
         lines.append(f"    STALLED: {state['stalled']}")
@@ -99,6 +102,7 @@ def graph_context(plan: Plan, state: dict[str, Any]) -> str:
 
 
 _FOOTER = f"\n{EVIDENCE_NOTE}\n{INSTRUCTION}"
+FORWARD_CACHED = 8
 PENDING_SHOWN = 6
 
 
