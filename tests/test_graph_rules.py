@@ -96,10 +96,14 @@ def test_the_ways_forward_text_follows_the_retry_count_and_its_cache_stays_bound
     and a huge budget does not make the per-plan text cache grow with every failure."""
     from graph_engine import render
 
-    plan = compile_plan("p", {"name": "P", "graph": {"start": "t", "nodes": {
-        "t": {"type": "task", "name": "T", "verify": {"type": "any_output"}, "max_retries": 10**9},
-        "stuck": {"type": "escalate", "reason": "stuck"}, "done": {"type": "exit"}}, "edges": [
-        {"from": "t", "to": "done", "condition": "on_success"}, {"from": "t", "to": "stuck", "condition": "on_exhaust"}]}})
+    def one_task(max_retries):
+        return compile_plan("p", {"name": "P", "graph": {"start": "t", "nodes": {
+            "t": {"type": "task", "name": "T", "verify": {"type": "any_output"}, "max_retries": max_retries},
+            "stuck": {"type": "escalate", "reason": "stuck"}, "done": {"type": "exit"}}, "edges": [
+            {"from": "t", "to": "done", "condition": "on_success"},
+            {"from": "t", "to": "stuck", "condition": "on_exhaust"}]}})
+
+    plan = one_task(10**9)
     state = {"current_node": "t", "current_step": 0, "completed_nodes": 0, "path": ["t"], "visited": {}}
     texts = []
     for failures in range(200):
@@ -108,10 +112,7 @@ def test_the_ways_forward_text_follows_the_retry_count_and_its_cache_stays_bound
     assert "retry T (attempt 2/" in texts[0] and "retry T (attempt 200/" in texts[198]
     assert len(set(texts)) == 200  # every count is shown as it is
     assert len(plan.__dict__["_render_texts"].forward) <= render.FORWARD_CACHED + 1
-    small = compile_plan("q", {"name": "Q", "graph": {"start": "t", "nodes": {
-        "t": {"type": "task", "name": "T", "verify": {"type": "any_output"}, "max_retries": 1},
-        "stuck": {"type": "escalate", "reason": "stuck"}, "done": {"type": "exit"}}, "edges": [
-        {"from": "t", "to": "done", "condition": "on_success"}, {"from": "t", "to": "stuck", "condition": "on_exhaust"}]}})
+    small = one_task(1)
     after = []
     for failures in (1, 2, 50):  # past the budget of one retry the ways forward are the same
         state["visited"]["t"] = {"outcome": "pending", "attempts": failures, "failures": failures}
