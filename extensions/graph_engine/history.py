@@ -52,14 +52,14 @@ def newest_call_output(history: Sequence[Any]) -> CallOutput | None:
     result: dict | None = None
     for i in range(len(history) - 1, max(-1, len(history) - 1 - TAIL_SCAN), -1):
         item = history[i]
-        if type(item) is not dict and not isinstance(item, dict):
+        if not isinstance(item, dict):
             continue
         content = item.get("content")
         if item.get("ai"):
             return None if result is None else _call_output(_text(content), result)
         if result is None:
             result = _as_tool_result(content)
-        if type(content) is dict and "user_message" in content:
+        if isinstance(content, dict) and "user_message" in content:
             return None  # a user message after the last reply: no new result
     return None
 
