@@ -297,7 +297,7 @@ def test_escalation_is_recorded_where_the_supervisor_reads_it_on_that_pass(tmp_p
         s.run_pass(model)
     escalated = s.state  # the same pass: the supervisor at message_loop_end reads this
     assert escalated["status"] == "escalated" and escalated["escalation"]["pace_level"] == "contingent"
-    assert escalated["escalation"]["reason"] == "Fix attempts exhausted without passing tests"
+    assert escalated["escalation"]["reason"] == "The bug is not fixed: the fix or its tests still fail after the allowed attempts"
     assert s.agent._org_pace_level == "contingent"
     s.agent._org_pace_level = "primary"  # the dispatcher recomputes it on the next pass ...
     lines = list(read_lines(str(audit_file(tmp_path, s))))

@@ -34,12 +34,12 @@ def test_linear_plan_advances_on_verified_steps_with_old_context(legacy):
     s.run_pass(cmd("git status && git branch", "On branch main\nnothing to commit, working tree clean\n* main"))
     prompt = s.last_prompt()
     assert prompt.startswith("[ACTIVE PLAN: Git Feature Branch]")
-    assert "  Step 1/5: Check current branch status << CURRENT" in prompt
+    assert "  Step 1 of 5: Check current branch status << CURRENT" in prompt
     assert prompt.rstrip().endswith("Execute Step 1 now. Do not skip ahead. Verify before proceeding.")
     s.run_pass(cmd("git checkout -b feature/login main", "Switched to a new branch 'feature/login'"))
     assert s.state["steps_completed"] == [0] and s.state["current_step"] == 1
-    assert "  Step 1/5: Check current branch status [DONE]" in s.last_prompt()
-    assert "  Step 2/5: Create feature branch << CURRENT" in s.last_prompt()
+    assert "  Step 1 of 5: Check current branch status [DONE]" in s.last_prompt()
+    assert "  Step 2 of 5: Create feature branch << CURRENT" in s.last_prompt()
     s.run_pass(Reply(final="branch created"))
     assert s.state["steps_completed"] == [0, 1] and s.state["current_step"] == 2
     assert "[HTN] Step 2 verified: Create feature branch" in s.log.texts("info")
@@ -51,7 +51,7 @@ def test_linear_block_keeps_the_step_and_says_why(legacy):
               cmd("git checkout -b feature/login main", "fatal: a branch named 'feature/login' already exists"),
               Reply(code="true", output=terminal("ok"))])
     assert s.state["current_step"] == 1
-    assert ("Step 2 failed verification: expected 'Switched to a new branch' in the output"
+    assert ("Step 2 failed its check: expected 'Switched to a new branch' in the output"
             in s.records[-1].prompt_extras["htn_active_plan"])
 
 
@@ -96,8 +96,8 @@ def test_graph_plan_activates_with_graph_context():
     prompt = s.last_prompt()
     assert prompt.startswith("[WORKFLOW: Bug Fix Workflow] step 1 of 5")
     assert "Current step: Reproduce the issue" in prompt
-    assert "On fail (retries left) → Gather more context (retry 1/2)" in prompt
-    assert "On fail (exhausted) → escalate: The bug could not be reproduced" in prompt
+    assert "If it fails → Gather more context, then this step again (2 attempts left)" in prompt
+    assert "If it fails on the last attempt → escalate: The bug could not be reproduced" in prompt
     assert prompt.rstrip().endswith("Execute the current step. Do not skip ahead.")
 
 
@@ -163,7 +163,7 @@ def test_escalation_sets_pace_writes_salute_and_tells_the_model(tmp_path):
     assert s.agent._org_pace_level == "contingent"
     notice = s.records[-1].prompt_extras["htn_active_plan"]
     assert "[WORKFLOW ESCALATED: Bug Fix Workflow]" in notice
-    assert "Reason: Fix attempts exhausted without passing tests" in notice
+    assert "Reason: The bug is not fixed: the fix or its tests still fail after the allowed attempts" in notice
     assert any("escalated to PACE contingent" in t for t in s.log.texts("warning"))
     latest = json.loads((org_dir / "reports" / "bugfix_specialist_latest.json").read_text())
     assert latest["_schema"] == "orgkernel:salute_report" and latest["status"]["state"] == "escalating"

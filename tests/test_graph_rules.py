@@ -29,7 +29,7 @@ def test_checkpoint_and_decision_route_on_failure(monkeypatch, tmp_path):
     s.run_pass(WARNING)
     assert s.state["current_node"] == "sad"
     assert events(s, "checkpoint_reached")[0]["name"] == "after probe"
-    assert "Decision 'Which way': Probe said yes? → routed on on_fail to 'Sad'" in s.last_prompt()
+    assert 'Decision "Which way" (Probe said yes?): the last check failed → Sad' in s.last_prompt()
 
 
 def without_lint(monkeypatch):
@@ -92,7 +92,7 @@ def test_default_ceiling_comes_from_the_budgets():
 
 
 def test_the_ways_forward_text_follows_the_retry_count_and_its_cache_stays_bounded():
-    """The context's "On fail" lines count the retries left; after a node's budget they no longer change,
+    """The context's "If it fails" lines count the attempts left; after a node's budget they no longer change,
     and a huge budget does not make the per-plan text cache grow with every failure."""
     from graph_engine import render
 
@@ -109,12 +109,13 @@ def test_the_ways_forward_text_follows_the_retry_count_and_its_cache_stays_bound
     for failures in range(200):
         state["visited"]["t"] = {"outcome": "pending", "attempts": failures, "failures": failures}
         texts.append(render.graph_context(plan, state))
-    assert "retry T (attempt 2/" in texts[0] and "retry T (attempt 200/" in texts[198]
+    assert "this step again (1000000000 attempts left)" in texts[0]
+    assert "this step again (999999802 attempts left)" in texts[198]
     assert len(set(texts)) == 200  # every count is shown as it is
     assert len(plan.__dict__["_render_texts"].forward) <= render.FORWARD_CACHED + 1
     small = one_task(1)
     after = []
     for failures in (1, 2, 50):  # past the budget of one retry the ways forward are the same
         state["visited"]["t"] = {"outcome": "pending", "attempts": failures, "failures": failures}
-        after.append(render.graph_context(small, state).split("Verify:")[1])
-    assert after[0] == after[1] == after[2] and "On fail (exhausted) → escalate: stuck" in after[0]
+        after.append(render.graph_context(small, state).split("Check:")[1])
+    assert after[0] == after[1] == after[2] and "If it fails → escalate: stuck" in after[0]

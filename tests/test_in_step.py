@@ -67,7 +67,7 @@ def test_full_output_is_read_back_from_the_saved_file(tmp_path):
         {"tool_name": "code_execution_tool", "tool_result": "Trace<<\n99 CHARACTERS REMOVED TO SAVE SPACE\n>>",
          "file": str(saved)})}
     s.run_pass(WARNING)
-    assert events(s, "node_verified")[0]["reason"].endswith("('Traceback (most recent call last)')")
+    assert events(s, "node_verified")[0]["reason"] == "found 'Traceback (most recent call last)'"
 
 
 def test_wrong_tool_and_unknown_tool_are_not_evidence():

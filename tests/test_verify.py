@@ -60,7 +60,7 @@ def test_no_output_placeholder_is_no_output():
     ('\nok\n[exit:0]' + PROMPT, True, "exit status 0"),
     ('\n[exit:0]\nmore\n[exit:2]' + PROMPT, False, "exit status 2"),
     ('\nexit=1' + PROMPT, False, "exit status 1"),
-    ('\nall good' + PROMPT, False, 'no exit status printed; end the command with ; echo "[exit:$?]"'),
+    ('\nall good' + PROMPT, False, 'the output has no [exit:N] line, so the exit status is unknown'),
 ])
 def test_exit_code_zero_reads_the_printed_status(output, ok, reason):
     v = run("exit_code_zero", output)

@@ -124,7 +124,7 @@ def step(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any] | None
     if fx.notice:
         run.state["notice"], run.state["notice_turn"] = fx.notice, 1
     _hold_on_emergency(run, obs)
-    fx.context = render.hold(run.plan, run.state) if run.state.get("held") else render.context(run.plan, run.state)
+    fx.context = shown_text(run)
     if run.state.get("notice"):
         if run.state["turn"] <= run.state.get("notice_turn", 1):  # until the first call after it has seen it
             fx.context = run.state["notice"] + "\n\n" + fx.context
@@ -133,6 +133,11 @@ def step(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any] | None
     target = obs.pass_key if obs.hook == PROMPTS_AFTER else obs.next_pass_key
     record_shown(run.state, target, run.state["current_node"])
     return run.state, fx
+
+
+def shown_text(run: Run) -> str:
+    """What the model reads about a live run: its current step, or the hold notice under PACE emergency."""
+    return render.hold(run.plan, run.state) if run.state.get("held") else render.context(run.plan, run.state)
 
 
 # ── resuming and counting ───────────────────────────────────────────────────
@@ -298,14 +303,14 @@ def _count_progress(run: Run, node: Node) -> None:
     """Real progress: a task node completed for the first time in this run."""
     s = run.state
     entry = s["visited"][node.id]
-    if entry.get("completed") or node.id in s["steps_completed"][-1:]:
+    if entry.get("completed"):
         return
-    entry["completed"] = True  # O(1) "first time" test; steps_completed keeps the order for the supervisor
-    s["steps_completed"].append(node.id)
-    s["completed_nodes"] += 1
+    entry["completed"] = True  # O(1) "first time" test
+    s["completed_nodes"] += 1  # every task node, extra steps included
     s["turns_since_progress"] = 0
-    if node.id in run.plan.success_index:
-        s["current_step"] = min(s["current_step"] + 1, run.plan.total_steps)
+    if node.id in run.plan.success_index:  # a step: steps_completed keeps their order for the supervisor
+        s["steps_completed"].append(node.id)
+        s["current_step"] = min(len(s["steps_completed"]), run.plan.total_steps)
 
 
 def _stall(run: Run, node: Node, outcome: str, reason: str) -> None:
@@ -351,8 +356,7 @@ def _settle(run: Run) -> None:
             return
         _follow(run, edge)
         if node.type == "decision":
-            run.state["route_note"] = (f"Decision '{node.name}': {node.description or node.name} "
-                                       f"→ routed on {edge.condition} to '{run.plan.nodes[edge.dst].name}'")
+            run.state["route_note"] = render.decision_note(run.plan, node, edge)
     _stall(run, run.node, "loop", f"more than {MAX_SETTLE_STEPS} pass-through nodes in a row")
 
 
@@ -506,7 +510,7 @@ def _complete(run: Run, node: Node) -> None:
     s = run.state
     emit(s, "plan_completed", node=node.id, completed=s["completed_nodes"], path_len=s["path_len"])
     run.fx.log("info", f"[HTN] Workflow '{run.plan.name}' completed at '{node.name}': "
-                       f"{s['completed_nodes']}/{s['total_nodes']} steps done in {s['turn']} turns")
+                       f"{render.progress(s)} in {render.plural(s['turn'], 'turn')}")
     s["status"] = "completed"
     run.fx.report = {"reason": f"completed at {node.name}", "state": s, "status_state": "complete", "on": "completion"}
     _finish(run, "completed", render.completed_notice(s, node.name))
@@ -516,13 +520,14 @@ def _escalate(run: Run, node: Node) -> None:
     s = run.state
     reason = node.reason or node.name
     emit(s, "plan_escalated", node=node.id, reason=reason, pace_level=node.pace_level)
-    run.fx.log("warning", f"[HTN] Workflow '{run.plan.name}' escalated to PACE {node.pace_level}: {reason}")
+    run.fx.log("warning", f"[HTN] Workflow '{run.plan.name}' escalated to PACE {node.pace_level} at "
+                          f"{render.stopped_at(run.plan, s)}: {reason}")
     run.fx.pace_level = node.pace_level
     s["status"] = "escalated"
     s["escalation"] = {"node": node.id, "reason": reason, "pace_level": node.pace_level, "turn": s["turn"]}
     run.fx.report = {"reason": reason, "pace_level": node.pace_level, "state": s, "status_state": "escalating",
                      "on": "failure"}
-    _finish(run, "escalated", render.escalated_notice(s, node))
+    _finish(run, "escalated", render.escalated_notice(s, node, run.plan))
 
 
 # ── linear plans: the old selector's rules ──────────────────────────────────
@@ -602,7 +607,7 @@ def _end(run: Run, title: str, reason: str) -> None:
     if title == "EXPIRED":
         run.fx.report = {"reason": reason, "state": run.state, "status_state": "aborted", "on": "failure"}
     run.fx.log("info" if title == "ENDED" else "warning", f"[HTN] Workflow '{run.plan.name}' {title.lower()}: {reason}")
-    _finish(run, title.lower(), render.ended_notice(run.state, title, reason))
+    _finish(run, title.lower(), render.ended_notice(run.state, title, reason, run.plan))
 
 
 def _activate(plan: Plan, obs: Observation, fx: Effects, hits: Sequence[str]) -> Run | None:
@@ -612,7 +617,7 @@ def _activate(plan: Plan, obs: Observation, fx: Effects, hits: Sequence[str]) ->
     push_path(state, plan.start)
     emit(state, "node_entered", node=plan.start)
     kind = "Graph" if plan.mode == "graph" else "Linear"
-    fx.log("info", f"[HTN] {kind} plan activated: {plan.name} ({plan.total_steps} steps; "
+    fx.log("info", f"[HTN] {kind} plan activated: {plan.name} ({render.plural(plan.total_steps, 'step')}; "
                    f"matched {', '.join(repr(h) for h in hits)})")
     if plan.mode == "graph":
         _settle(run)  # may end at once: an exit or escalation right after start

@@ -64,31 +64,35 @@ class Verify:
     fail_pattern: re.Pattern[str] | None = None
     capture: str = ""
     capture_pattern: re.Pattern[str] | None = None
+    says: str = ""  # the plan's own words for the check ("describe"), shown instead of the generated text
 
     def describe(self) -> str:
-        """The check in plain words, as the model reads it."""
+        """The check in plain words, as the model reads it (how to print an exit status is added by render)."""
+        if self.says:
+            return self.says
         text = self._describe()
         if self.fail_if:
-            text += f", and must not match /{self.fail_if}/"
+            text += f", and the output does not match /{self.fail_if}/"
         return text
 
     def _describe(self) -> str:
+        """A statement that is true of a passing result ("Check: passes when ...")."""
         t, v = self.type, self.value
         if t == "output_contains":
-            return f'the output must contain "{v}" (any letter case)'
+            return f'the output contains "{v}" (any letter case)'
         if t == "output_not_contains":
-            return f'the output must not contain "{v}" (any letter case)'
+            return f'the output does not contain "{v}" (any letter case)'
         if t == "output_matches":
-            return f"the output must match the pattern /{v}/"
+            return f"the output matches /{v}/"
         if t == "output_not_matches":
-            return f"the output must not match the pattern /{v}/"
+            return f"the output does not match /{v}/"
         if t == "any_output":
-            return "the command must print some output"
+            return "the command prints some output"
         if t == "exit_code_zero":
-            return 'the command must succeed: end it with ; echo "[exit:$?]" so the exit status is printed'
+            return "the command exits with status 0"
         if t == "file_exists":
-            return f"the file {v} must exist afterwards"
-        return "manual: when the step is done, write STEP COMPLETE in your reply"
+            return f"the file {v} exists afterwards"
+        return "your reply says STEP COMPLETE (write it when the step is done)"
 
 
 @dataclass(frozen=True)
@@ -366,8 +370,11 @@ def _compile_verify(plan_id: str, raw: Any, where: str) -> Verify | None:
     capture_pattern = _compile_regex(plan_id, capture, flags, f"{where}.capture") if capture else None
     _expect(capture_pattern is None or bool(capture_pattern.groupindex), plan_id, f"{where}.capture",
             "has no named group, so it captures nothing", "name the groups: (?P<name>...)")
+    says = raw.get("describe", "")
+    _expect(isinstance(says, str), plan_id, f"{where}.describe", "must be a string",
+            "say in plain words what the check wants, e.g. \"the tests pass\"")
     return Verify(type=vtype, value=value, pattern=pattern, fail_if=fail_if, fail_pattern=fail_pattern,
-                  capture=capture, capture_pattern=capture_pattern)
+                  capture=capture, capture_pattern=capture_pattern, says=says.strip())
 
 
 _NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[+*{](?:[^()\\]|\\.)*\)[+*{]")

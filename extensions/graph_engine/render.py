@@ -1,14 +1,46 @@
-"""The text the model reads: the active workflow's context, and the notices when a run ends."""
+"""The text the model reads: the active workflow's context, and the notices when a run ends.
+
+Rules of this module
+--------------------
+* One way of counting, everywhere: a plan has ``total_steps`` steps (the task nodes on its success path);
+  a step is done once it passed its check (``len(state["steps_completed"])``).  Other task nodes (a fix
+  step off the main path, a restore) are "extra steps" and are never counted as steps.
+* Attempts are counted "attempt k of n" (n = ``max_retries`` + 1); plurals are correct ("1 step").
+* A step's command is shown as the model must run it: when the check reads the exit status and the
+  command does not print it, ``; echo "[exit:$?]"`` is appended, so the model is told once how to report
+  its exit status.
+* The texts are pinned by golden files (``fixtures/prompts/``) and proofread by ``tests/test_prompts.py``.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from .lint import resolve
 from .model import Edge, Node, Plan
 
 INSTRUCTION = "Execute the current step. Do not skip ahead."
 EVIDENCE_NOTE = ("Your next tool call is checked against this step only; "
                  "results of earlier calls do not count.")
+EXIT_SUFFIX = '; echo "[exit:$?]"'
+COMMAND_TOOL = "code_execution_tool"
+_PRINTS_STATUS = re.compile(r"\[exit[:=]|\bexit=\$\?")
+_PLACEHOLDER = re.compile(r"<[^<>\n]+>")
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def steps_done(state: dict[str, Any]) -> int:
+    return len(state.get("steps_completed") or ())
+
+
+def progress(state: dict[str, Any]) -> str:
+    """'2 of 5 steps done': the one way every text counts steps."""
+    total = int(state.get("total_steps", 0) or 0)
+    return f"{steps_done(state)} of {plural(total, 'step')} done"
 
 
 def context(plan: Plan, state: dict[str, Any]) -> str:
@@ -17,27 +49,81 @@ def context(plan: Plan, state: dict[str, Any]) -> str:
     return graph_context(plan, state)
 
 
-# ── linear plans: the old selector's format ─────────────────────────────────
+# ── a step's instructions ───────────────────────────────────────────────────
+
+
+def reads_exit_status(node: Node) -> bool:
+    """The node's check needs the command's exit status printed in the output."""
+    v = node.verify
+    if v is None:
+        return False
+    return v.type == "exit_code_zero" or (v.type in ("output_matches", "output_not_matches")
+                                          and "exit" in v.value and "\\[" in v.value)
+
+
+def command_text(node: Node) -> str:
+    """The step's command as the model must run it (the exit-status echo appended when the check needs it)."""
+    hint = node.tool_hint.strip()
+    if hint and reads_exit_status(node) and not _PRINTS_STATUS.search(hint):
+        hint += EXIT_SUFFIX
+    return hint
+
+
+def is_command(node: Node) -> bool:
+    """The hint is a shell command to run in the terminal, not advice in words: the step uses the terminal
+    tool and the hint starts as commands do (a lowercase letter, a <placeholder>, a path, a variable)."""
+    hint = node.tool_hint.strip()
+    return node.tool == COMMAND_TOOL and (hint[:1].islower() or hint[:1] in ("<", ".", "/", "~", "$"))
+
+
+def check_text(node: Node) -> str:
+    """The check in plain words; says how to print the exit status only when the command does not."""
+    v = node.verify
+    if v is None:
+        return ""
+    text = v.describe()
+    if reads_exit_status(node) and not (is_command(node) and _PRINTS_STATUS.search(command_text(node))):
+        text += f'; end the command with {EXIT_SUFFIX} so the status is printed'
+    return text
+
+
+def step_details(node: Node) -> list[str]:
+    lines = [f"  Action: {node.action or node.name}"]
+    if node.tool:
+        lines.append(f"  Tool: {node.tool}")
+    if is_command(node):
+        command = command_text(node)
+        label = "Command (fill in the <...> parts)" if _PLACEHOLDER.search(command) else "Command"
+        lines.append(f"  {label}: {command}")
+    elif node.tool_hint.strip():
+        lines.append(f"  Hint: {node.tool_hint.strip()}")
+    if node.verify is not None:
+        lines.append(f"  Check: passes when {check_text(node)}")
+    return lines
+
+
+# ── linear plans: the old selector's layout ─────────────────────────────────
 
 
 def linear_context(plan: Plan, state: dict[str, Any]) -> str:
     total = state["total_steps"]
     done, failed = set(state["steps_completed"]), set(state["steps_failed"])
-    lines = [f"[ACTIVE PLAN: {state['plan_name']}]"]
+    lines = [f"[ACTIVE PLAN: {state['plan_name']}] step {min(state['current_step'] + 1, total)} of {total} "
+             f"({progress(state)})"]
     for i, nid in enumerate(plan.success_path):
         node = plan.nodes[nid]
-        label = f"  Step {i + 1}/{total}: {node.name}"
+        label = f"  Step {i + 1} of {total}: {node.name}"
         if i in done:
             lines.append(f"{label} [DONE]")
         elif i in failed:
             lines.append(f"{label} [FAILED]")
         elif i == state["current_step"]:
             lines.append(f"{label} << CURRENT")
-            lines.extend(_node_details(node))
+            lines.extend("  " + line for line in step_details(node))
         else:
             lines.append(f"{label} [PENDING]")
     if state.get("last_failure"):
-        verb = "failed verification" if plan.nodes[state["current_node"]].on_fail == "block" else "check not met"
+        verb = "failed its check" if plan.nodes[state["current_node"]].on_fail == "block" else "check not met"
         lines.append(f"Step {state['current_step'] + 1} {verb}: {state['last_failure']}")
     lines.append("")
     lines.append(f"Execute Step {state['current_step'] + 1} now. Do not skip ahead. Verify before proceeding.")
@@ -51,23 +137,33 @@ class _PlanTexts:
     """The parts of a plan's context that depend on the plan alone, made once per plan version."""
 
     def __init__(self, plan: Plan) -> None:
-        self.header = f"[WORKFLOW: {plan.name}] step "
-        self.of_total = f" of {plan.total_steps} on the success path ("
+        self.header = f"[WORKFLOW: {plan.name}] "
+        self.of_total = f" of {plan.total_steps}"
         self.task_name = {nid: n.name for nid, n in plan.nodes.items() if n.type == "task"}
-        self.steps: dict[str, str] = {}  # node -> "Current step: ..." and its details
+        self.steps: dict[str, str] = {}  # node -> its block of instructions
         self.forward: dict[tuple[str, int], str] = {}  # (node, failures) -> the ways forward
         for nid, node in plan.nodes.items():  # made with the plan's first context: a step met for the first
-            if node.type == "task":  # time costs no more than any other (the after-retry texts come later)
-                self.steps[nid] = step_text(node)
+            if node.type == "task":  # time costs no more than any other (the after-failure texts come later)
+                self.steps[nid] = "\n".join(step_details(node))
                 self.forward[(nid, 0)] = "\n".join(_paths_forward(plan, node, 0))
-
-
-def step_text(node: Node) -> str:
-    return f"Current step: {node.name}\n" + "\n".join(_node_details(node))
 
 
 def _texts(plan: Plan) -> _PlanTexts:
     return plan.derived("_render_texts", _PlanTexts)
+
+
+def position(plan: Plan, node: Node) -> str:
+    """'step 3 of 5', or 'extra step' for a task node off the success path."""
+    index = plan.success_index.get(node.id)
+    if index is None:
+        return f"extra step, not one of the {plural(plan.total_steps, 'main step')}"
+    return f"step {index + 1} of {plan.total_steps}"
+
+
+def attempt(node: Node, failures: int) -> str:
+    if node.max_retries <= 0:
+        return ""
+    return f" (attempt {min(failures, node.max_retries) + 1} of {node.max_retries + 1})"
 
 
 def graph_context(plan: Plan, state: dict[str, Any]) -> str:
@@ -77,17 +173,21 @@ def graph_context(plan: Plan, state: dict[str, Any]) -> str:
     texts = _texts(plan)
     entry = state["visited"].get(node.id)
     failures = entry.get("failures", 0) if entry else 0
-    lines = [f"{texts.header}{min(state['current_step'] + 1, plan.total_steps)}{texts.of_total}"
-             f"{state['completed_nodes']} steps done)",
-             "  " + " → ".join(_trail(plan, state, failures))]
+    lines = [f"{texts.header}{position(plan, node)} ({progress(state)})"]
+    trail = _trail(plan, state)
+    if trail:
+        lines.append("  " + " → ".join(trail))
     pending = _pending(plan, state, node)
     if pending:
-        lines.append("  Pending: " + pending)
+        lines.append("  Next: " + pending)
     if state.get("route_note") and state.get("turns_since_transition", 0) == 0:
         lines.append("  " + state["route_note"])
-    lines.append(texts.steps.get(node.id) or step_text(node))
+    lines.append(f"Current step: {node.name}{attempt(node, failures)}")
+    lines.append(texts.steps.get(node.id) or "\n".join(step_details(node)))
     if state.get("last_failure"):
-        lines.append(f"    Last attempt failed: {state['last_failure']}")
+        failed = _last_judged(state)
+        who = "Last attempt" if failed in ("", node.id) else _texts(plan).task_name.get(failed, failed)
+        lines.append(f"  {who} failed: {state['last_failure']}")
     key = (node.id, min(failures, node.max_retries))  # past its budget a node's ways forward stay the same
     forward = texts.forward.get(key)
     if forward is None:
@@ -96,9 +196,18 @@ def graph_context(plan: Plan, state: dict[str, Any]) -> str:
             texts.forward[key] = forward
     lines.append(forward)
     if state.get("stalled"):
-        lines.append(f"    STALLED: {state['stalled']}")
+        lines.append(f"  STALLED: {state['stalled']}")
     lines.append(_FOOTER)
     return "\n".join(lines)
+
+
+def _last_judged(state: dict[str, Any]) -> str:
+    """The node of the newest check (the one whose failure ``last_failure`` holds)."""
+    events = state.get("events") or ()
+    for i in range(len(events) - 1, -1, -1):
+        if events[i].get("type") == "node_verified":
+            return str(events[i].get("node", ""))
+    return ""
 
 
 _FOOTER = f"\n{EVIDENCE_NOTE}\n{INSTRUCTION}"
@@ -107,25 +216,39 @@ PENDING_SHOWN = 6
 
 
 def _pending(plan: Plan, state: dict[str, Any], node: Node) -> str:
-    """The next success-path steps not met yet (a few: long plans must not make every pass longer)."""
+    """The next success-path steps not done yet (a few: long plans must not make every pass longer)."""
     start = plan.success_index.get(node.id, -1) + 1
     names, visited, path, task_name = [], state["visited"], plan.success_path, _texts(plan).task_name
+    last = len(path)
     for i in range(start, len(path)):  # no slice: a copy of a long path on every pass adds up
         nid = path[i]
-        if nid not in visited:
+        if not (visited.get(nid) or {}).get("completed"):
             names.append(task_name[nid])
             if len(names) == PENDING_SHOWN:
+                last = i
                 break
-    more = plan.total_steps - start - len(names)
-    return ", ".join(names) + (f" (+{more} more)" if more > 0 and len(names) == PENDING_SHOWN else "")
+    more = 0
+    if last < len(path):  # the rest of the path, less the steps already done there
+        index = plan.success_index
+        more = len(path) - last - 1 - sum(1 for nid in state["steps_completed"] if index.get(nid, -1) > last)
+    return ", ".join(names) + (f" (and {more} more)" if more > 0 else "")
 
 
 TRAIL_SHOWN = 8
-_MARK = {"success": " [DONE]", "fail": " [FAILED]"}
+_MARK = {"success": " [DONE]", "fail": " [FAILED]", "skipped": " [SKIPPED]"}
 
 
-def _trail(plan: Plan, state: dict[str, Any], failures: int = 0) -> list[str]:
-    """The last few task nodes met, each once, oldest first, with their latest outcome."""
+def _mark(entry: dict[str, Any] | None) -> str:
+    """The latest check of a step met earlier: passed, failed (a retry keeps the outcome 'pending')."""
+    outcome = entry.get("outcome", "") if entry else ""
+    if outcome == "pending" and entry and entry.get("attempts", 0) > 0:
+        return " [FAILED]"
+    return _MARK.get(outcome, " [NOT CHECKED]")
+
+
+def _trail(plan: Plan, state: dict[str, Any]) -> list[str]:
+    """The last few task nodes met before the current one, each once, oldest first, with their latest
+    outcome ('<< CURRENT' marks the current one).  Empty when the current step is the first met."""
     parts: list[str] = []
     seen: set[str] = set()
     path, visited, current = state.get("path", []), state["visited"], state["current_node"]
@@ -140,24 +263,19 @@ def _trail(plan: Plan, state: dict[str, Any], failures: int = 0) -> list[str]:
             parts.append("...")
             break
         if nid == current:
-            parts.append(f"{name} << CURRENT{_attempt(plan.nodes[nid], failures)}")
+            parts.append(f"{name} << CURRENT")
             continue
-        entry = visited.get(nid)
-        parts.append(name + _MARK.get(entry.get("outcome", "") if entry else "", " [...]"))
+        parts.append(name + _mark(visited.get(nid)))
     parts.reverse()
-    return parts
-
-
-def _attempt(node: Node, failures: int) -> str:
-    if node.max_retries <= 0:
-        return ""
-    return f" (attempt {min(failures, node.max_retries) + 1}/{node.max_retries + 1})"
+    return parts if len(parts) > 1 else []
 
 
 def human_context(plan: Plan, state: dict[str, Any], node: Node) -> str:
     options = [e.label or plan.nodes[e.dst].name for e in plan.out_edges.get(node.id, ())]
-    lines = [f"[WORKFLOW: {plan.name}] waiting for the user's decision ({state['completed_nodes']} steps done)",
-             "  " + " → ".join(_trail(plan, state) + [f"{node.name} << QUESTION"])]
+    lines = [f"[WORKFLOW: {plan.name}] waiting for the user's decision ({progress(state)})"]
+    trail = _trail(plan, state)
+    if trail:
+        lines.append("  " + " → ".join(trail + [f"{node.name} << QUESTION"]))
     if state.get("route_note"):
         lines.append("  " + state["route_note"])
     lines.append(f"Question for the user: {node.description or node.name}")
@@ -168,83 +286,130 @@ def human_context(plan: Plan, state: dict[str, Any], node: Node) -> str:
     return "\n".join(lines)
 
 
-def _node_details(node: Node) -> list[str]:
-    lines = [f"    Action: {node.action or node.name}"]
-    if node.tool:
-        lines.append(f"    Tool: {node.tool}")
-    if node.tool_hint:
-        lines.append(f"    Hint: {node.tool_hint}")
-    if node.verify is not None:
-        lines.append(f"    Verify: {node.verify.describe()}")
-    return lines
-
-
-def target_words(plan: Plan, edge: Edge) -> str:
-    dst = plan.nodes[edge.dst]
+def node_words(plan: Plan, node_id: str | None) -> str:
+    """A node as the ways forward name it: a step's name, 'escalate: why', 'finish (...)', a question."""
+    if node_id is None:
+        return "no route: the workflow stalls"
+    dst = plan.nodes[node_id]
     if dst.type == "escalate":
         return f"escalate: {dst.reason or dst.name}"
     if dst.type == "exit":
-        return f"finish: {dst.name}"
+        return f"finish ({dst.name})"
+    if dst.type == "human":
+        return f"ask the user: {dst.description or dst.name}"
     return dst.name
 
 
+def _targets(plan: Plan, targets: tuple[str | None, ...]) -> str:
+    return " or ".join(node_words(plan, t) for t in targets) or node_words(plan, None)
+
+
+def _comes_back(plan: Plan, start: str | None, node_id: str) -> bool:
+    """Passing every step from ``start`` leads back to ``node_id`` within a few steps."""
+    seen: set[str] = set()
+    todo = [start]
+    for _ in range(BACK_STEPS):
+        nxt: list[str | None] = []
+        for nid in todo:
+            if nid == node_id:
+                return True
+            if nid is None or nid in seen or plan.nodes[nid].type != "task":
+                continue
+            seen.add(nid)
+            nxt.extend(resolve(plan, nid, "success"))
+        todo = nxt
+    return node_id in todo
+
+
+BACK_STEPS = 6
+
+
 def _paths_forward(plan: Plan, node: Node, failures: int) -> list[str]:
-    edges = plan.out_edges.get(node.id, ())
-    by = {c: next((e for e in edges if e.condition == c), None)
-          for c in ("on_success", "on_fail", "on_retry", "on_exhaust", "always")}
-    lines = []
-    ok = by["on_success"] or by["always"]
-    if ok:
-        lines.append(f"    On success → {target_words(plan, ok)}")
-    if node.max_retries > failures:
-        nxt = failures + 2
-        if by["on_retry"]:
-            lines.append(f"    On fail (retries left) → {target_words(plan, by['on_retry'])} "
-                         f"(retry {failures + 1}/{node.max_retries})")
+    """Where the run goes when this attempt passes or fails (through decisions), in the words the model reads."""
+    lines = [f"  If the check passes → {_targets(plan, resolve(plan, node.id, 'success'))}"]
+    if node.verify is None:
+        return lines  # a step without a check passes on its tool's result
+    left = node.max_retries - failures  # attempts left after this one fails
+    if left > 0:
+        again = f"{plural(left, 'attempt')} left"
+        retry = resolve(plan, node.id, "retry")
+        if retry == (node.id,):
+            lines.append(f"  If it fails → this step again ({again})")
+        elif all(_comes_back(plan, t, node.id) for t in retry):
+            lines.append(f"  If it fails → {_targets(plan, retry)}, then this step again ({again})")
         else:
-            lines.append(f"    On fail (retries left) → retry {node.name} (attempt {nxt}/{node.max_retries + 1})")
-    out = by["on_exhaust"] or by["on_fail"] or by["always"]
-    label = "On fail (exhausted)" if node.max_retries > 0 else "On fail"
-    lines.append(f"    {label} → {target_words(plan, out)}" if out else f"    {label} → no route: the workflow stalls")
+            lines.append(f"  If it fails → {_targets(plan, retry)}")
+    label = "If it fails on the last attempt" if left > 0 else "If it fails"
+    lines.append(f"  {label} → {_targets(plan, resolve(plan, node.id, 'exhausted'))}")
     return lines
 
 
-# ── notices when a run ends ─────────────────────────────────────────────────
+CONDITION_WORDS = {"on_success": "the last check passed", "on_retry": "the last check failed, attempts left",
+                   "on_fail": "the last check failed", "on_exhaust": "the last check failed, no attempts left",
+                   "always": "always"}
 
 
-def _summary(state: dict[str, Any]) -> str:
-    return f"{state.get('completed_nodes', 0)}/{state.get('total_nodes', 0)} steps done"
+def decision_note(plan: Plan, node: Node, edge: Edge) -> str:
+    """One line on what a decision chose and why (its edge's label, else the condition in words)."""
+    why = edge.label or CONDITION_WORDS.get(edge.condition, edge.condition)
+    question = f" ({node.description})" if node.description else ""
+    return f'Decision "{node.name}"{question}: {why} → {plan.nodes[edge.dst].name}'
+
+
+# ── notices when a run ends (or is held, resumed, withdrawn) ────────────────
+
+
+def stopped_at(plan: Plan | None, state: dict[str, Any]) -> str:
+    """The last task node the run was on, with the step count: 'Implement the fix (2 of 5 steps done)'."""
+    nid = state.get("current_node", "")
+    if plan is not None:
+        for candidate in reversed(state.get("path", [])):
+            node = plan.nodes.get(candidate)
+            if node is not None and node.type == "task":
+                nid = candidate
+                break
+    node = plan.nodes.get(nid) if plan is not None else None
+    return f"{node.name if node else nid} ({progress(state)})"
 
 
 def completed_notice(state: dict[str, Any], exit_name: str) -> str:
-    return (f"[WORKFLOW COMPLETE: {state['plan_name']}]\n  Finished at: {exit_name} ({_summary(state)})\n\n"
+    return (f"[WORKFLOW COMPLETE: {state['plan_name']}]\n  Finished at: {exit_name} ({progress(state)})\n\n"
             "The workflow is complete. Report the result to the user.")
 
 
-def escalated_notice(state: dict[str, Any], node: Node) -> str:
+def escalated_notice(state: dict[str, Any], node: Node, plan: Plan | None = None) -> str:
     return (f"[WORKFLOW ESCALATED: {state['plan_name']}]\n  Reason: {node.reason or node.name}\n"
-            f"  PACE level: {node.pace_level}\n  Completed: {_summary(state)}\n\n"
+            f"  PACE level: {node.pace_level}\n  Stopped at: {stopped_at(plan, state)}\n\n"
             "The current approach has failed. Stop executing workflow steps; tell the user what failed "
             "and ask for guidance.")
 
 
-def ended_notice(state: dict[str, Any], title: str, reason: str) -> str:
-    return (f"[WORKFLOW {title}: {state['plan_name']}]\n  Reason: {reason}\n  Completed: {_summary(state)}\n\n"
+def ended_notice(state: dict[str, Any], title: str, reason: str, plan: Plan | None = None) -> str:
+    return (f"[WORKFLOW {title}: {state['plan_name']}]\n  Reason: {reason}\n"
+            f"  Stopped at: {stopped_at(plan, state)}\n\n"
             "The workflow is no longer tracked. Continue with the user's request.")
+
+
+def withdrawn_notice(state: dict[str, Any], reason: str) -> str:
+    return (f"[WORKFLOW WITHDRAWN: {state['plan_name']}] It does not apply to this message ({reason}); "
+            "ignore the step the previous call showed.")
+
+
+def paused_notice(state: dict[str, Any]) -> str:
+    return (f"[WORKFLOW PAUSED: {state['plan_name']}] The user has sent a new message: do what it asks. If it "
+            "continues this workflow, its current step is shown again in the next call.")
 
 
 def hold(plan: Plan, state: dict[str, Any]) -> str:
     """PACE emergency: the step is not to be executed; the model stops and reports."""
-    node = plan.nodes.get(state.get("current_node", ""))
-    where = node.name if node else state.get("current_node", "")
-    return (f"[WORKFLOW ON HOLD: {state['plan_name']}]\n  PACE level: EMERGENCY\n  Stopped at: {where} "
-            f"({_summary(state)})\n\nDo not execute further workflow steps. Stop and report to the user: what was "
-            "done, what failed, and the state things are in now; then wait for the user's instructions.")
+    return (f"[WORKFLOW ON HOLD: {state['plan_name']}]\n  PACE level: EMERGENCY\n  Stopped at: "
+            f"{stopped_at(plan, state)}\n\nDo not execute further workflow steps. Stop and report to the user: "
+            "what was done, what failed, and the state things are in now; then wait for the user's instructions.")
 
 
 def resumed_notice(state: dict[str, Any], plan: Plan) -> str:
     node = plan.nodes.get(state.get("current_node", ""))
     where = node.name if node else state.get("current_node", "")
     return (f"[WORKFLOW RESUMED: {state['plan_name']}]\n  The workflow was restored after a restart or chat "
-            f"reload and continues at: {where} ({_summary(state)}, retry counts kept). Results from before "
-            "the restart are not re-checked; run the current step again if its result is not in view.")
+            f"reload and continues at: {where} ({progress(state)}; attempt counts kept). Results from before "
+            "the restart are not checked again; run the current step again if its result is not in view.")

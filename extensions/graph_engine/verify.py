@@ -76,6 +76,8 @@ def check(verify: Verify | None, evidence: Evidence, text: str | None = None) ->
     if verify.fail_pattern is not None:
         bad = search(verify.fail_pattern, text)
         if bad is not None:
+            if verify.says:  # the plan describes its check in words: name what was found, not the pattern
+                return Verdict(False, f"the output shows a failure: '{bad.group(0)[:60]}'")
             return Verdict(False, f"output matches the failure pattern /{verify.fail_if}/ ('{bad.group(0)[:60]}')")
     handler = _HANDLERS[verify.type]
     verdict = handler(verify, text, evidence)
@@ -100,8 +102,13 @@ def _regex(v: Verify, text: str, want_match: bool) -> Verdict:
     assert v.pattern is not None
     m = search(v.pattern, text)
     if m is None:
+        if want_match and v.says:
+            return Verdict(False, f"expected: {v.says}")
         return Verdict(not want_match, f"{'expected the output to match' if want_match else 'output does not match'}"
                                        f" /{v.value}/")
+    if v.says:
+        return Verdict(want_match, f"found '{m.group(0)[:60]}'" if want_match else
+                       f"expected: {v.says}; found '{m.group(0)[:60]}'")
     return Verdict(want_match, f"output matches /{v.value}/ ('{m.group(0)[:60]}')")
 
 
@@ -122,7 +129,7 @@ def _any_output(_: Verify, text: str, __: Evidence) -> Verdict:
 def _exit_code_zero(_: Verify, text: str, __: Evidence) -> Verdict:
     codes = [a or b for a, b in EXIT_STATUS.findall(text)]
     if not codes:
-        return Verdict(False, 'no exit status printed; end the command with ; echo "[exit:$?]"')
+        return Verdict(False, "the output has no [exit:N] line, so the exit status is unknown")
     code = int(codes[-1])
     if code == 0:
         return Verdict(True, "exit status 0")
