@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench prompts clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed; set PYTHON=python3.11 (or newer)")'
@@ -19,6 +19,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# accept a change to the text the model reads: rewrites fixtures/prompts/*.txt (review the diff)
+prompts: $(STAMP)
+	$(BIN)/python -m pytest tests/test_prompts.py --snapshot-update -q
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

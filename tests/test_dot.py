@@ -448,7 +448,7 @@ def test_simulate_scripted_failures_escalate_with_retries_counted(capsys, tmp_pa
                      "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["final_status"] == "escalated" and out["attempts"]["test"] == 3 and out["attempts"]["fix"] == 3
-    assert out["failure_reason"] == "Fix attempts exhausted without passing tests"
+    assert out["failure_reason"] == "The bug is not fixed: the fix or its tests still fail after the allowed attempts"
     assert [s["retries_left"] for s in out["steps"] if s["node"] == "test"] == [1, 0, 0]
     expect = tmp_path / "expect.json"
     expect.write_text(json.dumps([{"type": "retry_triggered", "node": "test"},

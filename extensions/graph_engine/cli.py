@@ -193,6 +193,26 @@ def triggers(library: str, cases: str, as_json: bool, out=None) -> int:
     return 0 if rep["accuracy"] >= trig.REQUIRED_ACCURACY and not rep["negatives_activated"] else 1
 
 
+def prompts_cmd(path: str, plan_id: str | None, out=None, err=None) -> int:
+    """Every text a plan (or every plan of a library) can show the model, as the golden files hold them."""
+    from .library import load_library_file
+    from .prompts import document
+
+    out, err = out or sys.stdout, err or sys.stderr
+    try:
+        lib = load_library_file(path)
+    except ValueError as exc:
+        err.write(f"graph-engine prompts: {exc}\n")
+        return 2
+    if plan_id is not None and plan_id not in lib.plans:
+        known = ", ".join(lib.plans) or "none loaded (run graph-engine validate on it)"
+        err.write(f"graph-engine prompts: {path} has no usable plan {plan_id!r}; its plans: {known}\n")
+        return 2
+    for pid in [plan_id] if plan_id else list(lib.plans):
+        out.write(document(lib.plans[pid]) + "\n")
+    return 0
+
+
 def explain_run(path: str, library: str, as_json: bool, out=None) -> int:
     out = out or sys.stdout
     try:
@@ -416,6 +436,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
     sel.add_argument("--from", dest="node", required=True)
     sel.add_argument("--outcome", required=True, help='e.g. {"status": "fail"}')
     sel.add_argument("--context", default="", help='e.g. {"lang": "python"}')
+    pro = sub.add_parser("prompts", help="every text a plan can show the model: steps, failures, notices")
+    pro.add_argument("file", nargs="?", default=str(a0.LIBRARY), metavar="FILE", help="a library (default: bundled)")
+    pro.add_argument("--plan", help="one plan (default: every plan of the library)")
     sim = sub.add_parser("simulate", help="run a plan with no model: scripted outcomes or a recorded chat")
     sim.add_argument("file", metavar="FILE")
     sim.add_argument("--plan")
@@ -431,6 +454,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
         return select_cmd(args.file, args.plan, args.node, args.outcome, args.context)
     if args.command == "simulate":
         return simulate_cmd(args)
+    if args.command == "prompts":
+        return prompts_cmd(args.file, args.plan)
     if args.command == "inspect":
         return inspect_dot(args.file, args.json)
     if args.command == "export":

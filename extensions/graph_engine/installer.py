@@ -36,7 +36,8 @@ COMPANION = "_75_graph_workflow_context.py"
 LIBRARY = "htn_plan_library.json"
 SCHEMA = "plan_library.schema.json"
 PLUGIN = "graph_workflow_engine"
-DEV_ONLY = {"standin.py", "cli.py", "installer.py", "triggers.py", "explain.py", "render_graph.py", "simulate.py"}  # CLI only
+DEV_ONLY = {"standin.py", "cli.py", "installer.py", "triggers.py", "explain.py", "render_graph.py", "simulate.py",
+            "prompts.py"}  # CLI only
 STATE_DIR = Path("usr") / "graph_engine"
 MANIFEST = "install_manifest.json"
 FRAMEWORK_PYTHON = "/opt/venv-a0/bin/python"
