@@ -29,11 +29,15 @@ def verdicts(session: Session) -> list[tuple[str, str]]:
     return [(e["node"], e["outcome"]) for e in events(session, "node_verified")]
 
 
+IDLE = Reply(warning="You have misformatted your message. Follow system prompt instructions.")
+
+
 def started(message: str = BUG_MESSAGE, **kwargs: Any) -> Session:
-    """A session whose first pass activated a plan (the call of pass 0 did not see it)."""
+    """A session whose first pass activated a plan; the model's first call produced no tool result (a
+    misformatted reply), so the next call is the first whose result is judged."""
     session = Session(**kwargs)
     session.user(message)
-    session.run_pass(cmd("ls", "test.py"))
+    session.run_pass(IDLE)
     return session
 
 
@@ -94,9 +98,11 @@ class FixtureModel:
         self.failures = dict(failures or {})
         self.failed: dict[str, int] = {}
 
-    def __call__(self, _prompt: str, state: dict | None) -> Reply:
+    def __call__(self, prompt: str, state: dict | None) -> Reply:
         if state is None or state.get("status") != "active":
             return Reply(final="Done.")
+        if "[WORKFLOW" not in prompt:  # a call not shown the plan (it started one call late): no tool result
+            return IDLE
         node = state["current_node"]
         fail = self.failed.get(node, 0) < self.failures.get(node, 0)
         if fail:

@@ -507,13 +507,14 @@ def test_simulate_a_transcript_through_the_adapters(tmp_path, capsys):
     transcript = tmp_path / "chat.jsonl"
     transcript.write_text("\n".join(json.dumps(x) for x in [
         {"user": "fix the bug in /tmp/calc.py"},
-        {"tool": "code_execution_tool", "code": "ls", "output": "calc.py"},
         {"tool": "code_execution_tool", "code": "python3 calc.py", "output": "Traceback (most recent call last):\n"
                                                                             "ZeroDivisionError\n[exit:1]"},
+        {"tool": "code_execution_tool", "code": "cat calc.py", "output": ""},
         {"warning": "misformatted"},
     ]))
     assert cli.main(["simulate", str(LIBRARY), "--plan", "bugfix_workflow", "--transcript", str(transcript),
                      "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["final_status"] == "active" and out["node_sequence"][-1] == "isolate"
-    assert [s["node"] for s in out["steps"] if s["type"] == "node_verified"] == ["reproduce"]
+    assert out["final_status"] == "active" and out["node_sequence"][-1] == "gather_context"
+    assert [(s["node"], s["outcome"]) for s in out["steps"] if s["type"] == "node_verified"] == [
+        ("reproduce", "success"), ("isolate", "fail")]

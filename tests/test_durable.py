@@ -6,7 +6,7 @@ import os
 import time
 
 import pytest
-from scenario import FixtureModel, events, exit_ok, fix_loop_plan, message_for, use_library
+from scenario import IDLE, FixtureModel, events, exit_ok, fix_loop_plan, message_for, use_library
 
 from graph_engine.audit import read_lines, replay_path
 from graph_engine.standin import FIXTURES, Agent, Reply, Session, cmd
@@ -18,7 +18,7 @@ ROLES = FIXTURES / "organizations" / "roles"
 def start(plan: str, agent: Agent | None = None) -> Session:
     s = Session(agent=agent)
     s.user(message_for(plan))
-    s.run_pass(cmd("pwd", "/root"))
+    s.run_pass(IDLE)  # the first call produced no tool result
     return s
 
 
@@ -58,6 +58,7 @@ def test_resume_tells_the_model_and_the_log_and_keeps_retry_counts():
     model = FixtureModel("bugfix_workflow", {"reproduce": 1})
     for _ in range(3):
         s.run_pass(model)
+    s.run_pass(Reply(final="Pausing here."))  # the last result before the restart was judged
     before = json.loads(json.dumps(s.state))
     assert before["visited"]["reproduce"]["failures"] == 1
     s = s.restarted()
@@ -118,7 +119,7 @@ def test_checkpoint_nodes_are_saved_and_named_in_the_audit_log(monkeypatch, tmp_
     use_library(monkeypatch, tmp_path, {"loop": plan})
     s = Session()
     s.user("loop please")
-    s.run_pass(cmd("ls", "x"))
+    s.run_pass(IDLE)
     s.run_pass(exit_ok("edited"))
     s.run_pass(exit_ok())
     assert s.state["checkpoint"] == "saved" and s.agent.get_data(DATA_KEY)["checkpoint"] == "saved"
@@ -166,7 +167,7 @@ def test_evidence_hash_is_the_hash_of_what_was_judged(monkeypatch, tmp_path):
     use_library(monkeypatch, tmp_path, {"loop": fix_loop_plan()})
     s = Session()
     s.user("loop please")
-    s.run_pass(cmd("ls", "x"))
+    s.run_pass(IDLE)
     reply = exit_ok("edited")
     s.run_pass(reply)
     s.run_pass(Reply(warning="misformatted"))

@@ -13,8 +13,9 @@ ISOLATE = cmd("grep -n divide /tmp/test.py", "3:    return a / b")
 
 def test_result_from_before_activation_is_not_evidence():
     s = Session()
-    s.user("fix the bug in /tmp/test.py")
-    s.run_pass(crash())  # call 0 never saw the plan, although its output would pass 'reproduce'
+    s.user("there's a bug in the date parser, fix it")  # one phrase: the plan starts once the domain confirms it
+    first = s.run_pass(crash())  # call 0 never saw the plan, although its output would pass 'reproduce'
+    assert first.prompt_extras == {} and s.state["plan_id"] == "bugfix_workflow"
     s.run_pass(cmd("echo hi", "hi"))
     assert verdicts(s) == []
     assert s.state["current_node"] == "reproduce"
@@ -135,18 +136,17 @@ def test_small_talk_keeps_the_run():
     assert s.state is not None and s.state["plan_id"] == "bugfix_workflow"
 
 
-def test_message_matching_another_plan_switches():
+def test_message_matching_another_plan_switches_in_the_call_that_carries_it():
     s = started()
     s.run_pass(Reply(final="On it"))
     s.user("actually, refactor and clean up utils.py first")
-    s.run_pass(WARNING)
+    told = s.run_pass(WARNING).prompt_extras["htn_active_plan"]
     assert s.state["plan_id"] == "refactor_safe"
     assert any("ended: the new message matches plan 'Safe Refactor'" in t for t in s.log.texts("info"))
     assert s.agent._htn_last_run["events"][-1]["type"] == "plan_ended"
-    s.run_pass(WARNING)
-    told = s.records[-1].prompt_extras["htn_active_plan"]
     assert told.startswith("[WORKFLOW ENDED: Bug Fix Workflow]")
-    assert "[WORKFLOW: Safe Refactor]" in told
+    assert "[WORKFLOW: Safe Refactor]" in told and "Current step: Reproduce the issue" not in told
+    assert "[WORKFLOW ENDED" not in s.run_pass(WARNING).prompt_extras["htn_active_plan"]  # said once
 
 
 def test_message_in_a_domain_the_plan_does_not_cover_ends_it():

@@ -8,7 +8,7 @@ the plans' real checks and the same code path as Agent-Zero.
 import pytest
 from scenario import FixtureModel, message_for
 
-from graph_engine.standin import Session, cmd
+from graph_engine.standin import Session
 
 
 def walk(plan: str, failures: dict[str, int]) -> tuple[list[tuple[str, str]], dict]:
@@ -16,9 +16,9 @@ def walk(plan: str, failures: dict[str, int]) -> tuple[list[tuple[str, str]], di
     message = message_for(plan)
     s = Session()
     s.user(message)
-    s.run_pass(cmd("pwd", "/root"))  # the call of pass 0 was not shown the plan
-    assert s.state and s.state["plan_id"] == plan, message
     model = FixtureModel(plan, failures)
+    s.run_pass(model)  # a decisive message shows the plan in this very call
+    assert s.state and s.state["plan_id"] == plan, message
     for _ in range(80):
         if s.state is None or s.state["status"] != "active":
             break

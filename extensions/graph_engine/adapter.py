@@ -10,13 +10,14 @@ import json
 import os
 import traceback
 import uuid
+import zlib
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from . import engine, render
 from .audit import AuditLog, runs_dir
-from .history import CallOutput, newest_call_output, reply_before_user_message, user_words
+from .history import CallOutput, new_intervention, newest_call_output, reply_before_user_message, user_words
 from .library import LibraryCache
 from .model import Plan
 from .salute import build_report, write_report
@@ -104,7 +105,8 @@ def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
     if raw_state is None:
         raw_state = _saved_state(agent)
         restored = raw_state is not None
-    if raw_state is None and (library is None or int(getattr(loop_data, "iteration", 0) or 0) > 0):
+    if raw_state is None and (library is None or (int(getattr(loop_data, "iteration", 0) or 0) > 0 and not
+                                                  new_intervention(getattr(loop_data, "history_output", None) or []))):
         return  # no run, and no user message to start one: nothing can happen in this pass
     problems: list[str] = []
     obs = observe(agent, loop_data, hook, raw_state, problems)
@@ -137,17 +139,24 @@ def observe(agent: Any, loop_data: Any, hook: str, state: Any = None,
             problems: list[str] | None = None) -> engine.Observation:
     iteration = int(getattr(loop_data, "iteration", 0) or 0)
     monologue = _monologue_id(loop_data)
+    history = getattr(loop_data, "history_output", None) or []
     output = None
     if not _pass_already_seen(state, f"{monologue}:{iteration}"):  # the other hook judged it this pass
-        history = getattr(loop_data, "history_output", None) or []
         output = newest_call_output(history) if iteration > 0 else reply_before_user_message(history)
+    if iteration == 0:  # the monologue's message; the tracker classifies it in before_main_llm_call
+        words, key, known = user_words(getattr(loop_data, "user_message", None)), "", hook == engine.BEFORE_MAIN
+    else:  # an intervention the user wrote while the agent worked: no hook knows its domain
+        words = new_intervention(history)
+        key, known = (f"{monologue}~{zlib.crc32(words.encode('utf-8', 'replace')):08x}" if words else ""), False
     return engine.Observation(
         hook=hook,
         monologue=monologue,
         iteration=iteration,
-        user_message=user_words(getattr(loop_data, "user_message", None)) if iteration == 0 else "",
-        domain=_bst_domain(agent, problems) if iteration == 0 else "",  # both decide only on a new message
-        allowed_plans=_allowed_plans(agent, problems) if iteration == 0 else None,
+        user_message=words,
+        message_key=key,
+        domain_known=known,
+        domain=_bst_domain(agent, problems) if known else "",
+        allowed_plans=_allowed_plans(agent, problems) if words else None,
         output=_full_output(output),
         global_turn=_global_turn(agent, (monologue, iteration)),
         pace_level=_pace_at_pass_start(agent, (monologue, iteration)),

@@ -35,7 +35,6 @@ def _demo_script(workdir: str) -> tuple[str, list[Reply]]:
              "    return sum(xs) / len(xs)\nZeroDivisionError: division by zero\n").format(calc)
     message = f"Fix the bug in {calc}: average([]) crashes with ZeroDivisionError"
     replies = [
-        cmd(f"python3 {calc}", crash),  # before the plan is shown: not evidence
         cmd(f'python3 {calc}; echo "[exit:$?]"', crash + "[exit:1]"),
         cmd(f"grep -n 'def average' -A2 {calc}", "2:def average(xs):\n3-    return sum(xs) / len(xs)"),
         cmd(f"sed -i 's/return sum(xs) \\/ len(xs)/return sum(xs) \\/ len(xs) if xs else 0/' {calc}; "

@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from . import render
 from .history import CallOutput
-from .matching import best_match, domain_leaves_plan
+from .matching import Match, allowed, best_match, domain_leaves_plan, is_continuation, names_plan
 from .model import Edge, Node, Plan
 from .state import (MAX_CONSUMED, emit, new_state, push_path, record_shown, remember, shown_node)
 from .routing import accelerator, normalise_label, select_edge
@@ -57,7 +57,9 @@ class Observation:
     hook: str
     monologue: str
     iteration: int
-    user_message: str = ""
+    user_message: str = ""  # the user's new words at this pass: a message (iteration 0) or an intervention
+    message_key: str = ""  # names that message, so it is decided once ("" = the monologue's own message)
+    domain_known: bool = False  # the belief-state tracker has classified this message (before_main, iteration 0)
     domain: str = ""
     allowed_plans: Sequence[str] | None = None
     output: CallOutput | None = None  # what the previous LLM call produced
@@ -67,6 +69,10 @@ class Observation:
     @property
     def pass_key(self) -> str:
         return f"{self.monologue}:{self.iteration}"
+
+    @property
+    def message_id(self) -> str:
+        return self.message_key or self.monologue
 
     @property
     def next_pass_key(self) -> str:
@@ -79,7 +85,7 @@ class Effects:
     context: str | None = None
     pace_level: str | None = None
     report: dict[str, Any] | None = None
-    ended: str = ""  # "completed" | "escalated" | "expired" | "aborted" | "ended" | ""
+    ended: str = ""  # "completed" | "escalated" | "expired" | "aborted" | "ended" | "withdrawn" | ""
     notice: str = ""  # why an earlier run ended, shown above a newly started run's context
     final_state: dict[str, Any] | None = None  # the state of a run that ended in this call
 
@@ -111,19 +117,21 @@ def step(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any] | None
     if run is not None:
         _judge(run, obs, _tick(run, obs))
         run = _alive(run)
-    if run is not None and obs.iteration == 0 and run.node.type == "human":
-        _human_answer(run, obs, plans)
-        run = _alive(run)
-    if obs.hook == BEFORE_MAIN and obs.iteration == 0:
-        run = _new_message(plans, run, obs, fx)
+    paused = False
+    if obs.user_message.strip():
+        run, paused = _on_message(plans, run, obs, fx)
     if run is not None:
         _check_limits(run)
         run = _alive(run)
     if run is None:
         return None, fx
-    if fx.notice:
-        run.state["notice"], run.state["notice_turn"] = fx.notice, 1
+    if fx.notice:  # shown until the first call after it has seen it (this one, when this hook reaches it)
+        run.state["notice"] = fx.notice
+        run.state["notice_turn"] = run.state["turn"] + (0 if obs.hook == PROMPTS_AFTER else 1)
     _hold_on_emergency(run, obs)
+    if paused:  # a new message not decided yet: no step in this call, and its output is not evidence
+        fx.context = render.paused_notice(run.state)
+        return run.state, fx
     fx.context = shown_text(run)
     if run.state.get("notice"):
         if run.state["turn"] <= run.state.get("notice_turn", 1):  # until the first call after it has seen it
@@ -400,20 +408,6 @@ def match_answer(plan: Plan, node: Node, answer: str) -> Edge | None:
     return None
 
 
-def _human_answer(run: Run, obs: Observation, plans: Iterable[Plan]) -> None:
-    """The user's message that follows a human gate's question is its answer, unless it names no option and
-    starts another plan: then it is a new request, decided like any new message."""
-    s = run.state
-    if s.get("message_monologue") == obs.monologue or not obs.user_message.strip():
-        return
-    if match_answer(run.plan, run.node, obs.user_message) is None:
-        other = best_match(plans, obs.user_message, obs.domain, obs.allowed_plans)
-        if other is not None and other.plan.id != run.plan.id:
-            return
-    s["message_monologue"] = obs.monologue  # this message is an answer, not a new request
-    answer_human(run, obs.user_message.strip())
-
-
 def answer_human(run: Run, answer: str) -> None:
     s, node = run.state, run.node
     entry = s["visited"].setdefault(node.id, {"outcome": "pending", "attempts": 0, "failures": 0})
@@ -574,30 +568,119 @@ def _linear_advance(run: Run, idx: int) -> None:
 # ── a new user message ──────────────────────────────────────────────────────
 
 
-def _new_message(plans: Iterable[Plan], run: Run | None, obs: Observation, fx: Effects) -> Run | None:
-    if run is not None and run.state.get("message_monologue") == obs.monologue:
-        return run
-    if not obs.user_message.strip():  # no words of the user's (an intervention, a broken message): no decision
-        return run
-    match = best_match(plans, obs.user_message, obs.domain, obs.allowed_plans)
+@dataclass(slots=True)
+class Decision:
+    """What a new user message does: ``keep`` the run, ``answer`` its human gate, ``end`` it, ``switch`` to
+    another plan, ``start`` one, ``none``; or ``undecided`` while the belief-state domain is not known."""
+
+    kind: str
+    match: Match | None = None
+    reason: str = ""
+
+
+def decide(plans: Iterable[Plan], run: Run | None, obs: Observation) -> Decision:
+    """The rules of a new message.  With the domain unknown (the companion, or an intervention) only what the
+    trigger phrases decide on their own is decided; the rest waits for the selector, which knows the domain."""
+    text, known = obs.user_message, obs.domain_known
+    human = run is not None and run.node.type == "human"
+    if human and match_answer(run.plan, run.node, text) is not None:
+        return Decision("answer")
+    if run is not None and not human and is_continuation(text):
+        return Decision("keep")
+    match = best_match(plans, text, obs.domain if known else None, obs.allowed_plans)
+    if run is None:
+        return Decision("start", match) if match else Decision("none" if known else "undecided")
+    if match is not None and match.plan.id != run.plan.id:
+        if not known and names_plan(run.plan, text):  # both plans named: the domain may prefer the old one
+            return Decision("undecided")
+        return Decision("switch", match, f"the new message matches plan '{match.plan.name}'")
+    if human:  # no option named and no other plan: an answer that matches no option (asked again)
+        return Decision("answer")
+    if match is not None:
+        return Decision("keep", match)  # the same plan asked for again
+    if not known:
+        return Decision("undecided")
+    if domain_leaves_plan(run.plan, obs.domain):
+        return Decision("end", reason=f"the new message is about '{obs.domain}', which this plan does not cover")
+    return Decision("keep")  # small talk or a follow-up: the run continues
+
+
+def _on_message(plans: Iterable[Plan], run: Run | None, obs: Observation, fx: Effects) -> tuple[Run | None, bool]:
+    """Decide a new user message once; (the run after it, whether this call must show no step yet)."""
+    key = obs.message_id
+    if run is not None and run.state.get("message_monologue") == key:
+        prov = run.state.get("provisional")
+        if obs.domain_known and isinstance(prov, dict) and prov.get("key") == key:
+            return _confirm(plans, run, obs, fx, bool(prov.get("started"))), False
+        return run, False  # decided in an earlier hook call
+    d = decide(plans, run, obs)
+    if d.kind == "undecided":
+        if run is not None and obs.iteration > 0:  # an intervention: no later hook knows more; the run goes on
+            run.state["message_monologue"] = key
+        return run, run is not None
     if run is not None:
-        run.state["message_monologue"] = obs.monologue
-        if match is not None and match.plan.id == run.plan.id:
-            return run
-        reason = ""
-        if match is not None:
-            reason = f"the new message matches plan '{match.plan.name}'"
-        elif domain_leaves_plan(run.plan, obs.domain):
-            reason = f"the new message is about '{obs.domain}', which this plan does not cover"
-        if not reason:
-            return run  # small talk or a follow-up: the run continues
-        _end(run, "ENDED", reason)
-        if match is None:
-            return None
+        run.state["message_monologue"] = key
+    provisional = obs.iteration == 0 and not obs.domain_known  # the selector confirms it in this same pass
+    if d.kind == "answer":
+        if provisional and match_answer(run.plan, run.node, obs.user_message) is None:
+            run.state["provisional"] = {"key": key, "started": False}  # a plan its domain confirms may take over
+        answer_human(run, obs.user_message.strip())
+        return _alive(run), False
+    if d.kind == "end":
+        _end(run, "ENDED", d.reason)
+        return None, False
+    if d.kind == "keep":
+        if provisional and d.match is not None:
+            run.state["provisional"] = {"key": key, "started": False}
+        return run, False
+    if d.kind == "switch":
+        _end(run, "ENDED", d.reason)
         fx.notice, fx.context, fx.ended = fx.context or "", None, ""
-    if match is None:
+    if d.match is None:
+        return None, False
+    new = _activate(d.match.plan, obs, fx, d.match.hits)
+    if new is not None:
+        new.state["message_monologue"] = key
+        if provisional:
+            new.state["provisional"] = {"key": key, "started": True}
+    return new, False
+
+
+def _confirm(plans: Iterable[Plan], run: Run, obs: Observation, fx: Effects, started: bool) -> Run | None:
+    """The selector, knowing the domain and this pass's org filter, confirms what the companion decided from
+    the trigger phrases alone, or undoes it: a run started for this message is withdrawn, a kept one ends."""
+    run.state["provisional"] = None
+    full = best_match(plans, obs.user_message, obs.domain, obs.allowed_plans)
+    if full is not None and full.plan.id == run.plan.id:
+        return run
+    if started:
+        if full is not None:
+            why = f"plan '{full.plan.name}' fits it better once its domain is known"
+        elif not allowed(run.plan.id, obs.allowed_plans):
+            why = "the active org role does not allow this plan"
+        else:
+            why = "its domain does not confirm this plan"
+        _withdraw(run, why)
+    elif full is not None:
+        _end(run, "ENDED", f"the new message matches plan '{full.plan.name}'")
+    elif run.node.type != "human" and domain_leaves_plan(run.plan, obs.domain):  # a gate waits for its answer
+        _end(run, "ENDED", f"the new message is about '{obs.domain}', which this plan does not cover")
+    else:
+        return run
+    if full is None:
         return None
-    return _activate(match.plan, obs, fx, match.hits)
+    fx.notice, fx.context, fx.ended = fx.context or "", None, ""
+    new = _activate(full.plan, obs, fx, full.hits)
+    if new is not None:
+        new.state["message_monologue"] = obs.message_id
+    return new
+
+
+def _withdraw(run: Run, reason: str) -> None:
+    emit(run.state, "plan_withdrawn", node=run.state["current_node"], reason=reason)
+    run.state["status"] = "withdrawn"
+    run.fx.log("info", f"[HTN] Workflow '{run.plan.name}' withdrawn: {reason}")
+    _finish(run, "withdrawn", render.withdrawn_notice(run.state, reason))
 
 
 def _end(run: Run, title: str, reason: str) -> None:

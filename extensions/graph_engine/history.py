@@ -73,8 +73,10 @@ def _call_output(reply: str, result: dict) -> CallOutput:
 
 
 def reply_before_user_message(history: Sequence[Any]) -> CallOutput | None:
-    """At a monologue's first pass: the previous monologue's final reply (the ``response`` tool call)."""
+    """At a monologue's first pass: what the previous monologue's last call produced, read before the new
+    user message: its tool result (a monologue cut short after a tool ran), or its final ``response`` reply."""
     seen_user = False
+    result: dict | None = None
     for item in reversed(history[-TAIL_SCAN:]):
         if not isinstance(item, dict):
             continue
@@ -83,12 +85,31 @@ def reply_before_user_message(history: Sequence[Any]) -> CallOutput | None:
             seen_user = isinstance(content, dict) and "user_message" in content
             continue
         if not item.get("ai"):
-            return None
+            if result is None:
+                result = _as_tool_result(content)
+            continue
         reply = _text(content)
+        if result is not None:
+            return _call_output(reply, result)
         if reply_tool_name(reply) != "response":
             return None
         return CallOutput(reply=reply, tool="response", text=_response_text(reply))
     return None
+
+
+def new_intervention(history: Sequence[Any]) -> str:
+    """The words of a user intervention added since the newest AI reply (Agent-Zero adds one mid-monologue
+    when the user writes while the agent works), or ""."""
+    for i in range(len(history) - 1, max(-1, len(history) - 1 - TAIL_SCAN), -1):
+        item = history[i]
+        if not isinstance(item, dict):
+            continue
+        if item.get("ai"):
+            return ""
+        content = item.get("content")
+        if isinstance(content, dict) and isinstance(content.get("user_intervention"), str):
+            return content["user_intervention"]
+    return ""
 
 
 def _response_text(reply: str) -> str:

@@ -16,6 +16,10 @@ Rules (documented in the README, pinned by tests):
 * The org kernel's filter applies first: None allows all, [] allows nothing.
 * Ties: higher score, then the phrase found earliest in the message (people
   name the task first), then more matched characters, then plan id (A-Z).
+* Domain unknown (``domain=None``: the tracker has not read this message yet)
+  means the trigger points alone must reach the threshold: only a match that
+  no domain could undo is returned (a "decisive" match).
+* A continuation ("go on", "yes", "continue", ...) is never a new request.
 """
 
 from __future__ import annotations
@@ -60,12 +64,12 @@ def _first_word(trigger: str) -> str:
     return trigger.split()[0] if trigger.split() else trigger
 
 
-def score_plan(plan: Plan, text: str, domain: str) -> Match | None:
+def score_plan(plan: Plan, text: str, domain: str | None) -> Match | None:
     weak = trigger_hits(plan.triggers, text)
     strong = trigger_hits(plan.strong_triggers, text)
     if not weak and not strong:
         return None
-    domain_ok = not plan.domains or domain in plan.domains
+    domain_ok = not plan.domains or (domain is not None and domain in plan.domains)
     points = len(weak) + len(strong) * plan.trigger_threshold
     score = points + (1 if plan.domains and domain_ok else 0)
     if score < plan.trigger_threshold:
@@ -81,8 +85,9 @@ def allowed(plan_id: str, allowed_plans: Sequence[str] | None) -> bool:
     return allowed_plans is None or plan_id in allowed_plans
 
 
-def best_match(plans: Iterable[Plan], message: str, domain: str,
+def best_match(plans: Iterable[Plan], message: str, domain: str | None,
                allowed_plans: Sequence[str] | None) -> Match | None:
+    """The plan the message starts (``domain`` None: unknown yet, so only a decisive match)."""
     text = normalise(message)
     if not text:
         return None
@@ -93,6 +98,31 @@ def best_match(plans: Iterable[Plan], message: str, domain: str,
     return found[0]
 
 
+def names_plan(plan: Plan, message: str) -> bool:
+    """The message contains at least one of the plan's trigger phrases."""
+    text = normalise(message)
+    return bool(trigger_hits(plan.triggers, text) or trigger_hits(plan.strong_triggers, text))
+
+
 def domain_leaves_plan(plan: Plan, domain: str) -> bool:
     """A new message whose domain the active plan does not cover (small talk never does)."""
     return domain not in SMALL_TALK_DOMAINS and bool(plan.domains) and domain not in plan.domains
+
+
+# Messages that only say "carry on": a run in progress continues, whatever domain the tracker gives them.
+# A message is a continuation when every word is one of these and one of them says to go on.
+CONTINUATION_WORDS = frozenset((
+    "continue", "go", "on", "ahead", "proceed", "carry", "keep", "going", "resume", "next", "step", "yes", "yeah",
+    "yep", "y", "ok", "okay", "sure", "alright", "fine", "right", "good", "great", "sounds", "do", "it", "please",
+    "thanks", "thank", "you", "lets", "let's", "with", "the", "workflow", "then", "now", "and",
+))
+GO_ON_WORDS = frozenset(("continue", "go", "proceed", "carry", "keep", "resume", "next", "yes", "yeah", "yep", "y",
+                         "ok", "okay", "sure", "alright", "do"))
+
+
+def is_continuation(message: str) -> bool:
+    """The message only asks to carry on ("go on", "ok, continue", "yes please"): letter case and punctuation
+    do not matter; any other word (a file, a task) makes it something else."""
+    words = re.sub(r"[^\w' ]+", " ", message[:200].lower()).split()
+    return bool(words) and len(words) <= 8 and all(w in CONTINUATION_WORDS for w in words) and \
+        any(w in GO_ON_WORDS for w in words)

@@ -237,9 +237,12 @@ class Session:
         self.monologue_open = True
         self._user_text = text
 
-    def run_pass(self, reply: Reply | Callable[[str, dict | None], Reply] | None) -> PassRecord:
+    def run_pass(self, reply: Reply | Callable[[str, dict | None], Reply] | None,
+                 intervention: str = "") -> PassRecord:
         """One pass.  ``reply`` may be a function of (the workflow text in the prompt, the state): a model
-        that reads its prompt before answering."""
+        that reads its prompt before answering.  ``intervention``: the user writes while the tool runs, as
+        Agent-Zero records it: the tool's output so far, then a ``user_intervention`` message; the monologue
+        goes on with the next pass."""
         assert self.loop is not None and self.monologue_open, "call user() first"
         loop = self.loop
         loop.iteration += 1
@@ -257,6 +260,9 @@ class Session:
             reply = reply(prompt_extras.get("htn_active_plan", ""), getattr(self.agent, "_htn_state", None))
         if reply is not None:
             self._model(loop, reply)
+        if intervention:
+            self.history.append({"ai": False, "content": {"user_intervention": intervention}})
+            self.monologue_open = True
         state = getattr(self.agent, "_htn_state", None)
         record = PassRecord(loop.iteration, prompt_extras, reply, json.loads(json.dumps(state)) if state else None)
         self.records.append(record)

@@ -65,6 +65,7 @@ def new_state(plan: Plan, monologue: str, pass_key: str, global_turn: int) -> di
         "audit_seq": 0,
         "context": {},
         "outcome": {},
+        "provisional": None,  # {"key", "started"}: decided from trigger phrases alone, the selector confirms
     }
 
 
@@ -149,7 +150,7 @@ FIELDS_V2: dict[str, tuple[type, ...]] = {
     "run_id": (str,), "status": (str,), "notice": (str,), "notice_turn": (int,), "checkpoint": (str,),
     "escalation": (dict, type(None)), "audit_seq": (int,),
 }
-STATUSES = ("active", "escalated", "completed", "expired", "ended", "aborted")
+STATUSES = ("active", "escalated", "completed", "expired", "ended", "aborted", "withdrawn")
 
 
 def problem_with(state: Any) -> str:
