@@ -20,6 +20,12 @@ Rules (documented in the README, pinned by tests):
   means the trigger points alone must reach the threshold: only a match that
   no domain could undo is returned (a "decisive" match).
 * A continuation ("go on", "yes", "continue", ...) is never a new request.
+* Mentioning a topic is not asking for the work: phrases in a sentence that
+  asks about something ("what is a docker volume?", "how do I create a
+  branch?", "explain git rebase") or asks for a text about it ("a poem about
+  refactoring", "recommend a book on docker") do not count.  Questions about
+  the user's own trouble ("what went wrong last night?", "why is the build
+  failing?") are requests.  See ``request_text``.
 """
 
 from __future__ import annotations
@@ -46,6 +52,37 @@ class Match:
 
 def normalise(message: str) -> str:
     return " ".join(message[:MAX_MESSAGE_CHARS].lower().split())
+
+
+# A sentence (or a clause after "and then", ";", ...) that asks about a topic instead of asking for work.
+_LEAD = r"^(?:(?:hey|hi|ok|okay|so|well|please|quick question|just curious),? )*(?:(?:can|could|would|will) you (?:please )?)?"
+_MENTION = re.compile(_LEAD + r"(?:"
+    r"what(?:'s| is| are| was| were) (?:a|an|the|some)? ?(?!wrong\b|going on\b|happening\b|failing\b|broken\b)"
+    r"|what(?:'s| is) the (?:difference|point|purpose|use)\b"
+    r"|what (?:does|do|did) .*\b(?:mean|do|does|stand for)\b"
+    r"|how (?:does|do|did|is|are|can|could|should|would|often|much|many|long) "
+    r"|why (?:do|does|would|should|did|use)\b"
+    r"|why (?:is|are) (?!.*\b(?:fail|crash|broke|error|wrong|slow|stuck|missing|empty|down|hang|not)).*"
+    r"|(?:explain|describe|define|summari[sz]e|compare|teach me|tell me (?:about|what|how|why|a|an))\b"
+    r"|(?:should|could|would|can|do|must) (?:i|we|one)\b|(?:is|are) (?:it|there|this|that)\b"
+    r"|(?:recommend|suggest)\b|(?:difference|differences) between\b|(?:when|which|who) "
+    r"|(?:write|compose|make up|give me|tell me|draft) (?:me )?(?:a|an|some|\d+)? ?(?:short |funny |little )?"
+    r"(?:poem|story|haiku|song|joke|limerick|essay|rap|sonnet|tweet|blog post|article|quote|riddle|slogan)s?\b"
+    r"|(?:a|an|some)? ?(?:short |funny |little )?(?:poem|story|haiku|song|joke|limerick|essay|rap|sonnet|riddle)s? "
+    r"(?:about|on|for)\b"
+    r")")
+_ABOUT = re.compile(r"\b(?:poem|story|haiku|song|joke|limerick|essay|article|blog post|talk|book|course|tutorial|"
+                    r"video|quote|quiz|history|overview|introduction|lecture) (?:about|on|of)\b")
+_CLAUSES = re.compile(r"[.?!;:\n]+\s*|,? (?:and then|then|and also|but) ")
+
+
+def request_text(text: str) -> str:
+    """The parts of a normalised message that ask for work: each sentence that only asks about a topic
+    (a question, an explanation, a poem about it) is left out, so its trigger phrases do not count."""
+    if not _MENTION.search(text) and not _ABOUT.search(text) and "?" not in text:
+        return text  # the usual case: no sentence to leave out
+    kept = [c for c in _CLAUSES.split(text) if c and not _MENTION.match(c) and not _ABOUT.search(c)]
+    return " ".join(kept)
 
 
 @lru_cache(maxsize=4096)
@@ -88,7 +125,7 @@ def allowed(plan_id: str, allowed_plans: Sequence[str] | None) -> bool:
 def best_match(plans: Iterable[Plan], message: str, domain: str | None,
                allowed_plans: Sequence[str] | None) -> Match | None:
     """The plan the message starts (``domain`` None: unknown yet, so only a decisive match)."""
-    text = normalise(message)
+    text = request_text(normalise(message))
     if not text:
         return None
     found = [m for p in plans if allowed(p.id, allowed_plans) and (m := score_plan(p, text, domain))]
@@ -99,8 +136,8 @@ def best_match(plans: Iterable[Plan], message: str, domain: str | None,
 
 
 def names_plan(plan: Plan, message: str) -> bool:
-    """The message contains at least one of the plan's trigger phrases."""
-    text = normalise(message)
+    """The message asks for work in at least one of the plan's trigger phrases."""
+    text = request_text(normalise(message))
     return bool(trigger_hits(plan.triggers, text) or trigger_hits(plan.strong_triggers, text))
 
 

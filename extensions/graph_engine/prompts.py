@@ -37,7 +37,7 @@ class Section:
 
 def document(plan: Plan) -> str:
     """The plan's texts as one reviewable document."""
-    head = f"# Texts the model reads for plan '{plan.id}' ({plan.name}), version {plan.version}\n"
+    head = f"# Texts the model reads for plan '{plan.id}' ({plan.name})\n"
     return head + "".join(f"\n=== {s.title} ===\n{s.text}\n" for s in sections(plan))
 
 
