@@ -67,7 +67,7 @@ def test_resume_tells_the_model_and_the_log_and_keeps_retry_counts():
     record = s.run_pass(model)
     told = record.prompt_extras["htn_active_plan"]
     assert told.startswith("[WORKFLOW RESUMED: Bug Fix Workflow]") and "[WORKFLOW: Bug Fix Workflow]" in told
-    assert any("resumed at" in t and "retry counts kept" in t for t in s.log.texts("info"))
+    assert any("resumed at" in t and "attempt counts kept" in t for t in s.log.texts("info"))
     assert s.state["visited"]["reproduce"]["failures"] == 1 and s.state["current_node"] == before["current_node"]
     s.run_pass(model)
     assert "[WORKFLOW RESUMED" not in s.last_prompt()  # said once

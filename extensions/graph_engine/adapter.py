@@ -183,7 +183,7 @@ def _resume(rt: Runtime, agent: Any, state: dict) -> dict | None:
     state["notice_turn"] = state.get("turn", 0) + 1
     _log(agent, "info", f"[HTN] Workflow '{state.get('plan_name', plan.name)}' resumed at "
                         f"'{plan.nodes[state['current_node']].name}' after a restart or chat reload "
-                        f"(turn {state.get('turn', 0)}, retry counts kept)")
+                        f"(turn {state.get('turn', 0)}, attempt counts kept)")
     return state
 
 

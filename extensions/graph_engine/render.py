@@ -219,19 +219,13 @@ def _pending(plan: Plan, state: dict[str, Any], node: Node) -> str:
     """The next success-path steps not done yet (a few: long plans must not make every pass longer)."""
     start = plan.success_index.get(node.id, -1) + 1
     names, visited, path, task_name = [], state["visited"], plan.success_path, _texts(plan).task_name
-    last = len(path)
     for i in range(start, len(path)):  # no slice: a copy of a long path on every pass adds up
         nid = path[i]
         if not (visited.get(nid) or {}).get("completed"):
-            names.append(task_name[nid])
             if len(names) == PENDING_SHOWN:
-                last = i
-                break
-    more = 0
-    if last < len(path):  # the rest of the path, less the steps already done there
-        index = plan.success_index
-        more = len(path) - last - 1 - sum(1 for nid in state["steps_completed"] if index.get(nid, -1) > last)
-    return ", ".join(names) + (f" (and {more} more)" if more > 0 else "")
+                return ", ".join(names) + ", ..."  # the header counts them all
+            names.append(task_name[nid])
+    return ", ".join(names)
 
 
 TRAIL_SHOWN = 8
