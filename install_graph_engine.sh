@@ -15,4 +15,4 @@ if [ -z "$py" ]; then
   echo "install_graph_engine.sh: no Python found (looked for /opt/venv-a0/bin/python, python3, python); nothing was changed" >&2
   exit 2
 fi
-exec "$py" -B "$here/extensions/graph_engine/installer.py" "$@"
+exec "$py" -B "$here/extensions/graph_engine/tools/installer.py" "$@"

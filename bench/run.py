@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "extensions"))
 
 from graph_engine import adapter  # noqa: E402
-from graph_engine import standin as a0  # noqa: E402
+from graph_engine.tools import standin as a0  # noqa: E402
 from graph_engine.library import build_library  # noqa: E402
 
 TARGETS = {"per_pass_median_us": 30.0, "flatness": 0.25, "library_load_ms": 50.0, "dot_parse_200_nodes_ms": 20.0}

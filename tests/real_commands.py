@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 from scenario import IDLE
 
-from graph_engine.standin import Reply, Session, terminal
+from graph_engine.tools.standin import Reply, Session, terminal
 
 COMMAND = re.compile(r"^  Command(?: \(fill in the <\.\.\.> parts\))?: (.*)$", re.MULTILINE)
 PLACEHOLDER = re.compile(r"<([^<>\n]+)>")

@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from graph_engine.standin import FIXTURES, Reply, Session, cmd
+from graph_engine.tools.standin import FIXTURES, Reply, Session, cmd
 
 OUTPUTS = json.loads((FIXTURES / "check_outputs.json").read_text())["cases"]
 TRIGGER_CASES = json.loads((FIXTURES / "trigger_cases.json").read_text())["cases"]

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from graph_engine.history import newest_call_output, reply_before_user_message, reply_tool_name, user_words
-from graph_engine.standin import FIXTURES, Reply, Session, load_extension_class, terminal
+from graph_engine.tools.standin import FIXTURES, Reply, Session, load_extension_class, terminal
 
 CAPTURES = FIXTURES / "agent_zero"
 LAYOUTS = ["newest", "v0.9.8"]
@@ -100,7 +100,7 @@ def test_previous_monologue_response_is_read_at_next_message():
 
 
 def test_each_extension_file_yields_exactly_one_extension_class():
-    from graph_engine.standin import COMPANION, SELECTOR, install_framework
+    from graph_engine.tools.standin import COMPANION, SELECTOR, install_framework
     for layout in ("new", "old"):
         install_framework(layout)
         for path in (SELECTOR, COMPANION):

@@ -4,7 +4,7 @@ asks for (the benchmarks themselves run with `make bench`, not here)."""
 import importlib.util
 import json
 
-from graph_engine.standin import ROOT
+from graph_engine.tools.standin import ROOT
 
 
 def bench_module():

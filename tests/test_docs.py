@@ -3,11 +3,11 @@
 import json
 import re
 
-from graph_engine import cli
+from graph_engine.tools import cli
 from graph_engine.lint import RULES
 from graph_engine.model import CONDITIONS, NODE_TYPES, ON_FAIL_ACTIONS, PACE_LEVELS, VERIFY_TYPES
 from graph_engine.schema import find_schema, load_schema
-from graph_engine.standin import ROOT
+from graph_engine.tools.standin import ROOT
 
 DOC = (ROOT / "docs" / "plan-authoring.md").read_text()
 SCHEMA = load_schema(find_schema())

@@ -10,12 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scenario import exit_ok, started, verdicts
 
-from graph_engine import cli
+from graph_engine.tools import cli
 from graph_engine.dot import DotSyntaxError, Duration, parse
 from graph_engine.dot_plan import load_dot_plan, to_dot
 from graph_engine.library import load_library_file
 from graph_engine.model import compile_plan
-from graph_engine.standin import LIBRARY, Reply
+from graph_engine.tools.standin import LIBRARY, Reply
 
 # ── the parser: every construct ─────────────────────────────────────────────
 

@@ -9,7 +9,7 @@ import pytest
 from scenario import IDLE, FixtureModel, events, exit_ok, fix_loop_plan, message_for, use_library
 
 from graph_engine.audit import read_lines, replay_path
-from graph_engine.standin import FIXTURES, Agent, Reply, Session, cmd
+from graph_engine.tools.standin import FIXTURES, Agent, Reply, Session, cmd
 from graph_engine.state import DATA_KEY
 
 ROLES = FIXTURES / "organizations" / "roles"
@@ -362,9 +362,9 @@ def test_stall_warnings_come_exactly_when_the_role_limit_is_crossed(role_file):
 
 
 def test_explain_reads_an_audit_log_and_names_every_candidate(tmp_path, capsys):
-    from graph_engine import cli
+    from graph_engine.tools import cli
     from graph_engine.library import load_library_file
-    from graph_engine.standin import LIBRARY
+    from graph_engine.tools.standin import LIBRARY
 
     s = drive(start("bugfix_workflow"), FixtureModel("bugfix_workflow", {"reproduce": 1, "test": 1}), None, -1)
     path = audit_file(tmp_path, s)
@@ -388,7 +388,7 @@ def test_explain_reads_an_audit_log_and_names_every_candidate(tmp_path, capsys):
 
 
 def test_explain_reads_a_saved_state_and_refuses_other_files(tmp_path, capsys):
-    from graph_engine import cli
+    from graph_engine.tools import cli
 
     s = start("bugfix_workflow")
     model = FixtureModel("bugfix_workflow")

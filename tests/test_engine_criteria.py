@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from graph_engine.standin import FIXTURES, Reply, Session, cmd, terminal
+from graph_engine.tools.standin import FIXTURES, Reply, Session, cmd, terminal
 from scenario import (LEGACY, crash, events, exit_fail, exit_ok, fix_loop_plan, started, use_library,
                      verdicts)
 

@@ -1,7 +1,7 @@
 """Graph rules not covered by the bundled plans: checkpoints, decision routes, stalls, expiry, the ceiling."""
 
 from graph_engine.model import compile_plan
-from graph_engine.standin import Reply, cmd
+from graph_engine.tools.standin import Reply, cmd
 from scenario import events, started, use_library, verdicts
 
 WARNING = Reply(warning="You have misformatted your message.")

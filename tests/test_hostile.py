@@ -10,7 +10,7 @@ import time
 import pytest
 from scenario import BUG_MESSAGE, events, exit_ok, fix_loop_plan, started, use_library, verdicts
 
-from graph_engine.standin import LIBRARY, Reply, Session, cmd
+from graph_engine.tools.standin import LIBRARY, Reply, Session, cmd
 
 ENGINE_ERRORS = "Workflow engine error"
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from graph_engine.standin import Reply, Session, cmd, terminal
+from graph_engine.tools.standin import Reply, Session, cmd, terminal
 from scenario import crash, events, started, use_library, verdicts
 
 WARNING = Reply(warning="You have misformatted your message. Follow system prompt instructions.")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from graph_engine.standin import FIXTURES, ROOT
+from graph_engine.tools.standin import FIXTURES, ROOT
 
 SCRIPT = ROOT / "install_graph_engine.sh"
 BASE = "class Extension:\n    def __init__(self, agent=None, **kwargs):\n        self.agent = agent\n"
@@ -91,8 +91,11 @@ def test_old_layout_with_the_linear_selector_install_again_and_uninstall(tmp_pat
     assert (hook / "_15_htn_plan_selector.py").read_bytes() == \
         (ROOT / "extensions" / "before_main_llm_call" / "_15_htn_plan_selector.py").read_bytes()
     assert (root / "python" / "extensions" / "message_loop_prompts_after" / "_75_graph_workflow_context.py").is_file()
-    assert (root / "python" / "extensions" / "graph_engine" / "adapter.py").is_file()
-    assert not (root / "python" / "extensions" / "graph_engine" / "standin.py").exists()
+    installed = root / "python" / "extensions" / "graph_engine"
+    runtime = ROOT / "extensions" / "graph_engine"
+    # exactly the runtime package's own modules reach Agent-Zero; its tools/ subpackage stays out
+    assert sorted(p.name for p in installed.iterdir()) == sorted(p.name for p in runtime.glob("*.py"))
+    assert all((installed / p.name).read_bytes() == p.read_bytes() for p in runtime.glob("*.py"))
     assert json.loads((hook / "htn_plan_library.json").read_text())["_meta"]["version"].startswith("2.")
     # verified the way Agent-Zero loads extension files, library included
     assert r.stdout.count("1 Extension subclass(es)") == 2 and "library: 10 plan(s) load" in r.stdout
@@ -383,3 +386,13 @@ def test_install_all_colours_on_a_terminal(tmp_path):
     root = make_tree(tmp_path, "old")
     code, out = run_all(root, "--check-only", tty=True)
     assert code == 1 and "\x1b[32m[ ok ]\x1b[0m Belief State Tracker is present" in out
+
+
+def test_the_runtime_never_imports_its_tools():
+    """What Agent-Zero loads stands on its own: no module of the runtime package imports graph_engine.tools."""
+    import ast
+    for path in (ROOT / "extensions" / "graph_engine").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                assert not (node.module or "").startswith(("tools", "graph_engine.tools")), path.name
+                assert not (node.level and any(a.name == "tools" for a in node.names)), path.name

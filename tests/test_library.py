@@ -53,7 +53,7 @@ def test_missing_file_is_reported(tmp_path):
 
 def test_bundled_library_compiles_without_problems():
     from graph_engine.library import load_library_file
-    from graph_engine.standin import LIBRARY
+    from graph_engine.tools.standin import LIBRARY
     lib = load_library_file(str(LIBRARY))
     assert lib.problems == () and len(lib.plans) == 10
     for plan in lib.plans.values():

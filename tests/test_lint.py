@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from graph_engine import cli
+from graph_engine.tools import cli
 from graph_engine.library import check_document
 from graph_engine.lint import RULES
 from graph_engine.schema import find_schema, load_schema, validate_document
-from graph_engine.standin import FIXTURES, LIBRARY
+from graph_engine.tools.standin import FIXTURES, LIBRARY
 
 LINT = FIXTURES / "lint"
 RULE_FILES = sorted(p for p in LINT.iterdir() if p.stem != "clean")  # <rule>.json, <rule>.dot or <rule>/

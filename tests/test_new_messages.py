@@ -7,7 +7,7 @@ import json
 
 from scenario import IDLE, crash, events, exit_ok, started, verdicts
 
-from graph_engine.standin import FIXTURES, BeliefStateTracker, Reply, Session, cmd
+from graph_engine.tools.standin import FIXTURES, BeliefStateTracker, Reply, Session, cmd
 
 BUG = "fix the bug in /tmp/test.py"
 ISOLATE = cmd("grep -n divide /tmp/test.py", "3:    return a / b")

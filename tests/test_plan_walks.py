@@ -8,7 +8,7 @@ the plans' real checks and the same code path as Agent-Zero.
 import pytest
 from scenario import FixtureModel, message_for
 
-from graph_engine.standin import Session
+from graph_engine.tools.standin import Session
 
 
 def walk(plan: str, failures: dict[str, int]) -> tuple[list[tuple[str, str]], dict]:
@@ -128,7 +128,7 @@ def test_walk(plan, failures, end):
 
 def test_every_plan_has_walks_for_each_escalation():
     from graph_engine.library import load_library_file
-    from graph_engine.standin import LIBRARY
+    from graph_engine.tools.standin import LIBRARY
     ends = {(p, e) for p, _, e in WALKS}
     missing = [(pid, nid) for pid, plan in load_library_file(str(LIBRARY)).plans.items()
                for nid, node in plan.nodes.items() if node.type in ("exit", "escalate") and (pid, nid) not in ends]
@@ -137,7 +137,7 @@ def test_every_plan_has_walks_for_each_escalation():
 
 def test_success_walk_follows_the_success_path():
     from graph_engine.library import load_library_file
-    from graph_engine.standin import LIBRARY
+    from graph_engine.tools.standin import LIBRARY
     for pid, plan in load_library_file(str(LIBRARY)).plans.items():
         verdicts, _ = walk(pid, {})
         assert [n for n, _ in verdicts] == list(plan.success_path), pid

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from graph_engine import prefilter
 from graph_engine.library import load_library_file
-from graph_engine.standin import LIBRARY, ROOT, terminal
+from graph_engine.tools.standin import LIBRARY, ROOT, terminal
 
 OUTPUTS = [c["output"] for c in json.loads((ROOT / "fixtures" / "check_outputs.json").read_text())["cases"]]
 

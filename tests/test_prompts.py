@@ -1,7 +1,7 @@
 """What the model reads, pinned and proofread.
 
 Golden files: ``fixtures/prompts/<plan>.txt`` hold every text each shipped plan can show the model
-(``graph_engine.prompts``: each step at its first visit, after one and after all failed attempts, each
+(``graph_engine.tools.prompts``: each step at its first visit, after one and after all failed attempts, each
 decision route, escalation, completion, expiry, end, withdrawal, pause, hold and resume notice; a human-gate
 plan and a linear plan beside them).  A change to any of it fails here until it is accepted with
 ``make prompts`` (pytest --snapshot-update), so a reviewer reads the new text in the diff.
@@ -21,9 +21,10 @@ import pytest
 from spellchecker import SpellChecker
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from graph_engine import prompts, render
+from graph_engine import render
+from graph_engine.tools import prompts
 from graph_engine.library import load_library_file
-from graph_engine.standin import FIXTURES, LIBRARY
+from graph_engine.tools.standin import FIXTURES, LIBRARY
 
 SHIPPED = load_library_file(str(LIBRARY)).plans
 EXTRA = {"human_gate__release_approval": load_library_file(str(FIXTURES / "prompt_plans.json")).plans[
@@ -235,7 +236,7 @@ def test_plurals_are_right(word):
 
 def test_log_lines_count_steps_the_same_way():
     from scenario import FixtureModel, message_for
-    from graph_engine.standin import Session, cmd
+    from graph_engine.tools.standin import Session, cmd
     for plan_id in ("bugfix_workflow", "git_feature_branch"):
         s = Session()
         s.user(message_for(plan_id))

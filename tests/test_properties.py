@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from graph_engine import adapter
 from graph_engine.audit import read_lines
 from graph_engine.library import check_document
-from graph_engine.standin import Reply, Session, cmd
+from graph_engine.tools.standin import Reply, Session, cmd
 from graph_engine.state import MAX_EVENTS, MAX_PATH, problem_with
 
 

@@ -5,7 +5,7 @@ from scenario import events, exit_fail, exit_ok, started, use_library, verdicts
 
 from graph_engine.model import compile_plan
 from graph_engine.routing import ConditionError, evaluate, parse_condition, select_edge
-from graph_engine.standin import Reply, cmd
+from graph_engine.tools.standin import Reply, cmd
 
 
 def plan_with(edges, node_type="task", extra_nodes=None):
@@ -267,7 +267,7 @@ def test_branches_run_in_order_and_the_fan_in_routes_on_all_of_them(monkeypatch,
 
 def test_a_new_request_at_a_human_gate_starts_that_plan(monkeypatch, tmp_path):
     import json as _json
-    from graph_engine.standin import LIBRARY
+    from graph_engine.tools.standin import LIBRARY
     plans = _json.loads(LIBRARY.read_text())["plans"]
     plans["r"] = review_plan()
     use_library(monkeypatch, tmp_path, plans)
@@ -280,7 +280,7 @@ def test_a_new_request_at_a_human_gate_starts_that_plan(monkeypatch, tmp_path):
 
 
 def test_explain_shows_the_human_gate_answer(monkeypatch, tmp_path, capsys):
-    from graph_engine import cli
+    from graph_engine.tools import cli
     s = at_the_gate(monkeypatch, tmp_path)
     s.user("F")
     s.run_pass(Reply(warning="x"))
@@ -300,7 +300,7 @@ def test_the_engines_remembered_routes_equal_a_fresh_selection_and_never_depend_
     never remembered."""
     from graph_engine.library import load_library_file
     from graph_engine.routing import STATUSES
-    from graph_engine.standin import LIBRARY
+    from graph_engine.tools.standin import LIBRARY
 
     for plan in load_library_file(str(LIBRARY)).plans.values():
         for node_id in plan.nodes:

@@ -2,10 +2,10 @@
 
 import json
 
-from graph_engine import cli
+from graph_engine.tools import cli
 from graph_engine.library import load_library_file
-from graph_engine.standin import FIXTURES, LIBRARY, BeliefStateTracker
-from graph_engine.triggers import REQUIRED_ACCURACY, load_cases, report
+from graph_engine.tools.standin import FIXTURES, LIBRARY, BeliefStateTracker
+from graph_engine.tools.triggers import REQUIRED_ACCURACY, load_cases, report
 
 CASES = load_cases(str(FIXTURES / "trigger_cases.json"))
 PLANS = list(load_library_file(str(LIBRARY)).plans.values())

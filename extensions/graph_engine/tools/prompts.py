@@ -19,9 +19,10 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Iterator
 
-from . import engine, render, simulate
-from .model import Node, Plan
-from .verify import Evidence, check
+from .. import engine, render
+from . import simulate
+from ..model import Node, Plan
+from ..verify import Evidence, check
 
 MAX_DEPTH = 60
 MAX_RUNS = 20_000
@@ -255,7 +256,7 @@ def _reach(plan: Plan, node_id: str) -> engine.Run | None:
 
 
 def _linear_sections(plan: Plan) -> Iterator[Section]:
-    from .verify import Verdict
+    from ..verify import Verdict
     run = simulate.start(plan)
     for i, nid in enumerate(plan.success_path):
         node = plan.nodes[nid]

@@ -29,15 +29,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parent.parent.parent  # the repository
-PACKAGE = SRC / "extensions" / "graph_engine"
+SRC = Path(__file__).resolve().parents[3]  # the repository
+PACKAGE = SRC / "extensions" / "graph_engine"  # the runtime: its own modules, not its tools/ subpackage
 SELECTOR = "_15_htn_plan_selector.py"
 COMPANION = "_75_graph_workflow_context.py"
 LIBRARY = "htn_plan_library.json"
 SCHEMA = "plan_library.schema.json"
 PLUGIN = "graph_workflow_engine"
-DEV_ONLY = {"standin.py", "cli.py", "installer.py", "triggers.py", "explain.py", "render_graph.py", "simulate.py",
-            "prompts.py"}  # CLI only
 STATE_DIR = Path("usr") / "graph_engine"
 MANIFEST = "install_manifest.json"
 FRAMEWORK_PYTHON = "/opt/venv-a0/bin/python"
@@ -153,9 +151,8 @@ def payload(layout: Layout) -> dict[str, bytes]:
         ext / "message_loop_prompts_after" / COMPANION:
             (SRC / "extensions" / "message_loop_prompts_after" / COMPANION).read_bytes(),
     }
-    for py in sorted(PACKAGE.glob("*.py")):
-        if py.name not in DEV_ONLY:
-            files[ext / "graph_engine" / py.name] = py.read_bytes()
+    for py in sorted(PACKAGE.glob("*.py")):  # the package folder's modules; tools/ stays out of Agent-Zero
+        files[ext / "graph_engine" / py.name] = py.read_bytes()
     if layout.plugin_dir is not None:
         files[layout.plugin_dir / "plugin.yaml"] = (
             f"title: Graph Workflow Engine\ndescription: Multi-step requests as verified graph workflows "

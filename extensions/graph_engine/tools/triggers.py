@@ -12,9 +12,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from .lint import contains_phrase
-from .matching import best_match
-from .model import Plan
+from ..lint import contains_phrase
+from ..matching import best_match
+from ..model import Plan
 
 NONE = "(none)"
 REQUIRED_ACCURACY = 0.95

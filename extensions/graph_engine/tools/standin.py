@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-EXT_DIR = Path(__file__).resolve().parent.parent
+EXT_DIR = Path(__file__).resolve().parent.parent.parent  # extensions/
 ROOT = EXT_DIR.parent
 SELECTOR = EXT_DIR / "before_main_llm_call" / "_15_htn_plan_selector.py"
 COMPANION = EXT_DIR / "message_loop_prompts_after" / "_75_graph_workflow_context.py"

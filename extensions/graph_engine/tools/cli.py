@@ -22,9 +22,9 @@ from typing import Sequence
 from . import standin as a0
 from . import triggers as trig
 from .explain import explain, format_steps, load_events
-from .library import check_document, parse_json, with_dot_plans
-from .lint import Diagnostic, diag
-from .schema import jsonschema_available
+from ..library import check_document, parse_json, with_dot_plans
+from ..lint import Diagnostic, diag
+from ..schema import jsonschema_available
 from .standin import Reply, Session, cmd
 
 
@@ -194,7 +194,7 @@ def triggers(library: str, cases: str, as_json: bool, out=None) -> int:
 
 def prompts_cmd(path: str, plan_id: str | None, out=None, err=None) -> int:
     """Every text a plan (or every plan of a library) can show the model, as the golden files hold them."""
-    from .library import load_library_file
+    from ..library import load_library_file
     from .prompts import document
 
     out, err = out or sys.stdout, err or sys.stderr
@@ -238,8 +238,8 @@ def explain_run(path: str, library: str, as_json: bool, out=None) -> int:
 
 def inspect_dot(path: str, as_json: bool, out=None) -> int:
     out = out or sys.stdout
-    from .dot import DotSyntaxError, jsonable, parse
-    from .dot_plan import HANDLER_TO_NODE, handler_type, to_plan
+    from ..dot import DotSyntaxError, jsonable, parse
+    from ..dot_plan import HANDLER_TO_NODE, handler_type, to_plan
 
     try:
         with open(path, encoding="utf-8") as fh:
@@ -279,7 +279,7 @@ def inspect_dot(path: str, as_json: bool, out=None) -> int:
 
 def _plan_source(path: str, plan_id: str | None) -> tuple[str, dict]:
     """(plan id, plan JSON) from a library file (with --plan) or a DOT file."""
-    from .dot_plan import load_dot_plan
+    from ..dot_plan import load_dot_plan
 
     if path.endswith(".dot"):
         with open(path, encoding="utf-8") as fh:
@@ -294,8 +294,8 @@ def _plan_source(path: str, plan_id: str | None) -> tuple[str, dict]:
 
 def export_plan(path: str, plan_id: str | None, fmt: str, trace: str | None, out=None, render: bool = False) -> int:
     out = out or sys.stdout
-    from .dot import DotSyntaxError
-    from .dot_plan import to_dot
+    from ..dot import DotSyntaxError
+    from ..dot_plan import to_dot
     from .render_graph import mermaid, trace_counts
 
     try:
@@ -328,7 +328,7 @@ def export_plan(path: str, plan_id: str | None, fmt: str, trace: str | None, out
 
 
 def _compiled(path: str, plan_id: str | None):
-    from .model import compile_plan
+    from ..model import compile_plan
 
     pid, raw = _plan_source(path, plan_id)
     return pid, raw, compile_plan(pid, raw)

@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .model import Plan
-from .routing import select_edge
+from ..model import Plan
+from ..routing import select_edge
 
 
 def load_events(path: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Events and run facts from an audit file (.jsonl) or a saved state (.json)."""
     if path.endswith(".jsonl"):
-        from .audit import read_lines
+        from ..audit import read_lines
 
         events = list(read_lines(path))
         head = events[0] if events else {}
