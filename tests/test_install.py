@@ -150,11 +150,17 @@ def test_new_layout_replaces_the_selector_where_it_is(tmp_path):
 
 def test_plugin_install_moves_a_competing_selector_aside_and_puts_it_back(tmp_path):
     root = make_tree(tmp_path, "new", legacy="usr")
+    old_lib = root / "usr/extensions/python/before_main_llm_call/htn_plan_library.json"
+    data = json.loads(old_lib.read_text())
+    data["plans"]["my_linear"] = MY_LINEAR  # a plan of the user's, in the library beside the old selector
+    old_lib.write_text(json.dumps(data))
     before = snapshot(root)
     r = run(root, "--yes", "--plugin")
     assert r.returncode == 0, r.stdout
     plugin = root / "usr" / "plugins" / "graph_workflow_engine"
     assert (plugin / "plugin.yaml").read_text().startswith("title: Graph Workflow Engine")
+    installed = json.loads((plugin / "extensions/python/before_main_llm_call/htn_plan_library.json").read_text())
+    assert installed["plans"]["my_linear"] == MY_LINEAR  # carried into the plugin's library
     assert (plugin / "extensions/python/message_loop_prompts_after/_75_graph_workflow_context.py").is_file()
     assert not (root / "usr/extensions/python/before_main_llm_call/_15_htn_plan_selector.py").exists()
     assert "compete with the new selector" in r.stdout
@@ -323,9 +329,109 @@ def test_user_edits_to_installed_files_are_kept_on_uninstall(tmp_path):
     lib = root / "python/extensions/before_main_llm_call/htn_plan_library.json"
     lib.write_text(lib.read_text().replace("Bug Fix Workflow", "My Bug Fixes"))
     r = run(root, "--uninstall", "--yes")
-    assert r.returncode == 0 and "edited since install" in r.stdout
+    assert r.returncode == 0 and "it holds your changes or plans" in r.stdout
     kept = list((root / "usr/graph_engine/backups").rglob("htn_plan_library.json"))
     assert any("My Bug Fixes" in p.read_text() for p in kept)
+
+
+# ── the user's plans: never lost ────────────────────────────────────────────
+
+HOOK = "python/extensions/before_main_llm_call"
+MY_LINEAR = {"name": "My Deploy", "triggers": ["ship it now"], "trigger_threshold": 1,
+             "steps": [{"name": "Run the deploy script", "tool": "code_execution_tool", "tool_hint": "./deploy.sh",
+                        "verify": {"type": "output_contains", "value": "deployed"}}]}
+MY_BROKEN_GRAPH = {"name": "My Broken Graph", "triggers": ["broken graph please"], "trigger_threshold": 1,
+                   "graph": {"start": "a", "nodes": {"a": {"type": "task", "name": "A"}, "end": {"type": "exit"}},
+                             "edges": [{"from": "a", "to": "nowhere"}]}}
+
+
+def with_user_plans(root: Path, **plans) -> Path:
+    lib = root / HOOK / "htn_plan_library.json"
+    data = json.loads(lib.read_text())
+    data["plans"].update(plans)
+    lib.write_text(json.dumps(data, indent=1))
+    return lib
+
+
+def live_plans(root: Path):
+    from graph_engine.library import load_library_file
+    return load_library_file(str(root / HOOK / "htn_plan_library.json"))
+
+
+def test_install_over_the_legacy_library_carries_the_users_plans_and_uninstall_loses_nothing(tmp_path):
+    root = make_tree(tmp_path, "old", legacy="old")
+    lib = with_user_plans(root, my_linear=MY_LINEAR, my_graph=MY_BROKEN_GRAPH)
+    original = lib.read_bytes()
+    r = run(root, "--yes")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "will carry your plan 'my_linear' into python/extensions/before_main_llm_call/htn_plan_library.json" \
+        in r.stdout
+    assert "will carry your plan 'my_graph' into" in r.stdout and \
+        "the engine disables it until it is fixed: [edge_target_exists]" in r.stdout
+    installed = json.loads(lib.read_text())["plans"]
+    assert installed["my_linear"] == MY_LINEAR and installed["my_graph"] == MY_BROKEN_GRAPH  # as they were
+    assert "graph" in installed["bugfix_workflow"]  # the previous selector's linear version was replaced
+    loaded = live_plans(root)
+    assert "my_linear" in loaded.plans and "my_graph" not in loaded.plans and len(loaded.plans) == 11
+    assert any("plan 'my_graph' is disabled" in line for line in loaded.problems)
+    assert "warn " in r.stdout and "installed:" in r.stdout  # verified: a user's broken plan is a warning
+    r = run(root, "--uninstall", "--yes")
+    assert r.returncode == 0 and lib.read_bytes() == original  # both plans back, byte for byte
+
+
+def test_an_edited_shipped_plan_is_kept_and_the_shipped_one_waits_beside_it(tmp_path):
+    root = make_tree(tmp_path, "old", legacy="old")
+    assert run(root, "--yes").returncode == 0
+    lib = root / HOOK / "htn_plan_library.json"
+    data = json.loads(lib.read_text())
+    data["plans"]["bugfix_workflow"]["name"] = "My Bug Fixes"  # the user edits a shipped plan ...
+    data["plans"]["my_linear"] = MY_LINEAR  # ... and adds one
+    lib.write_text(json.dumps(data, indent=1))
+    r = run(root, "--yes")  # the installer again (an upgrade runs the same way)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "will keep your edited plan 'bugfix_workflow'" in r.stdout
+    assert "--take-shipped bugfix_workflow" in r.stdout and "will carry your plan 'my_linear'" in r.stdout
+    plans = json.loads(lib.read_text())["plans"]
+    assert plans["bugfix_workflow"]["name"] == "My Bug Fixes" and plans["my_linear"] == MY_LINEAR
+    beside = json.loads((root / HOOK / "htn_plan_library.shipped.json").read_text())["plans"]
+    assert list(beside) == ["bugfix_workflow"] and beside["bugfix_workflow"]["name"] == "Bug Fix Workflow"
+    assert "already installed" in run(root, "--yes").stdout  # stable: nothing to do the next time
+    r = run(root, "--take-shipped", "bugfix_workflow", "--yes")
+    assert r.returncode == 0, r.stdout + r.stderr
+    plans = json.loads(lib.read_text())["plans"]
+    assert plans["bugfix_workflow"]["name"] == "Bug Fix Workflow" and plans["my_linear"] == MY_LINEAR
+    assert not (root / HOOK / "htn_plan_library.shipped.json").exists()
+    assert "already installed" in run(root, "--yes").stdout
+    r = run(root, "--uninstall", "--yes")
+    assert r.returncode == 0 and "it holds your plans my_linear" in r.stdout
+    kept = [p for p in (root / "usr/graph_engine/backups").rglob("htn_plan_library.json")
+            if "my_linear" in json.loads(p.read_text())["plans"]]
+    assert kept  # the plan added after installing is in the backup folder
+
+
+def test_take_shipped_refuses_a_plan_the_pack_does_not_ship(tmp_path):
+    root = make_tree(tmp_path, "old", legacy="old")
+    assert run(root, "--yes").returncode == 0
+    r = run(root, "--take-shipped", "bugfix_workflw", "--yes")
+    assert r.returncode == 2 and "the pack ships no plan 'bugfix_workflw'; did you mean 'bugfix_workflow'?" in r.stdout
+    r = run(root, "--take-shipped", "all", "--yes")
+    assert r.returncode == 2 and "no edited plan waits for its shipped version" in r.stdout
+
+
+def test_a_broken_dot_plan_beside_the_library_is_a_warning_and_is_never_touched(tmp_path):
+    root = make_tree(tmp_path, "old", legacy="old")
+    dot = root / HOOK / "broken.dot"
+    dot.write_text("digraph Broken { a -- b }")
+    good = root / HOOK / "smoke.dot"
+    good.write_text('digraph smoke { start [shape=Mdiamond]; run [prompt="run it"]; exit [shape=Msquare]; '
+                    'start -> run -> exit }')
+    before = (dot.read_bytes(), good.read_bytes())
+    r = run(root, "--yes")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "warn " in r.stdout and "broken.dot" in r.stdout and "rolling back" not in r.stdout
+    assert (dot.read_bytes(), good.read_bytes()) == before
+    assert run(root, "--uninstall", "--yes").returncode == 0
+    assert (dot.read_bytes(), good.read_bytes()) == before
 
 
 # ── install_all.sh ──────────────────────────────────────────────────────────
@@ -396,3 +502,31 @@ def test_the_runtime_never_imports_its_tools():
             if isinstance(node, ast.ImportFrom):
                 assert not (node.module or "").startswith(("tools", "graph_engine.tools")), path.name
                 assert not (node.level and any(a.name == "tools" for a in node.names)), path.name
+
+
+# ── one version ─────────────────────────────────────────────────────────────
+
+
+def test_every_place_a_version_is_written_agrees(tmp_path):
+    import tomllib
+    from graph_engine import __version__
+    from graph_engine.tools import cli
+    version = __version__
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert project["project"]["dynamic"] == ["version"]  # read from graph_engine.__version__, never typed twice
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "graph_engine.__version__"}
+    library = json.loads((ROOT / "plan_library" / "htn_plan_library.json").read_text())
+    assert library["_meta"]["version"] == version
+    r = subprocess.run(["bash", str(SCRIPT), "--version"], capture_output=True, text=True)
+    assert (r.returncode, r.stdout.strip()) == (0, f"install_graph_engine.sh {version}")
+    with pytest.raises(SystemExit) as done:
+        cli.main(["--version"])
+    assert done.value.code == 0
+    root = make_tree(tmp_path, "new", legacy="usr")
+    r = run(root, "--yes", "--plugin")
+    assert r.returncode == 0, r.stdout
+    assert manifest(root)["version"] == version
+    assert f"version: {version}" in (root / "usr/plugins/graph_workflow_engine/plugin.yaml").read_text()
+    again = run(root, "--yes", "--plugin")
+    assert again.returncode == 0 and "already installed: version " + version in again.stdout
+    assert f"{version} differs from {version}" not in run(root, "--check", "--plugin").stdout

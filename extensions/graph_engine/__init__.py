@@ -6,4 +6,4 @@ A pure core (``model``, ``library``, ``verify``, ``history``, ``matching``,
 Agent-Zero.
 """
 
-__version__ = "2.1.0"
+__version__ = "2.2.0"

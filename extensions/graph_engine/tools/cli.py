@@ -22,6 +22,7 @@ from typing import Sequence
 from . import standin as a0
 from . import triggers as trig
 from .explain import explain, format_steps, load_events
+from .. import __version__
 from ..library import check_document, parse_json, with_dot_plans
 from ..lint import Diagnostic, diag
 from ..schema import jsonschema_available
@@ -404,6 +405,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="graph-engine", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="drive a bug-fix session through the Agent-Zero stand-in and print each pass")
     val = sub.add_parser("validate", help="check plan library files: schema and lint (exit 1 on any error)")

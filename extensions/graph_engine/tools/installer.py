@@ -19,6 +19,7 @@ restores the originals byte for byte and removes only what this pack put there.
 from __future__ import annotations
 
 import argparse
+import difflib
 import hashlib
 import json
 import os
@@ -28,6 +29,10 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script by install_graph_engine.sh: the package is two folders up
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from graph_engine.tools.user_plans import SHIPPED_BESIDE, Merged, merge, read_plans, take_shipped  # noqa: E402
 
 SRC = Path(__file__).resolve().parents[3]  # the repository
 PACKAGE = SRC / "extensions" / "graph_engine"  # the runtime: its own modules, not its tools/ subpackage
@@ -65,6 +70,7 @@ class Plan:
 
     layout: Layout
     files: dict[str, bytes]  # path relative to the root -> content
+    merged: Merged | None = None  # the library: the pack's plans and the user's
     replace: list[str] = field(default_factory=list)  # existing files that are not ours (or an earlier ours)
     move_out: list[str] = field(default_factory=list)  # other copies of the old selector that would compete
     remove: list[str] = field(default_factory=list)  # files an earlier version of the pack installed, gone now
@@ -142,17 +148,19 @@ def competing_selectors(layout: Layout) -> list[Path]:
 # ── what to install ─────────────────────────────────────────────────────────
 
 
-def payload(layout: Layout) -> dict[str, bytes]:
+def payload(layout: Layout, merged: Merged) -> dict[str, bytes]:
     ext = layout.ext_root
     files = {
         ext / "before_main_llm_call" / SELECTOR: (SRC / "extensions" / "before_main_llm_call" / SELECTOR).read_bytes(),
-        ext / "before_main_llm_call" / LIBRARY: (SRC / "plan_library" / LIBRARY).read_bytes(),
+        ext / "before_main_llm_call" / LIBRARY: merged.data,
         ext / "before_main_llm_call" / SCHEMA: (SRC / "plan_library" / SCHEMA).read_bytes(),
         ext / "message_loop_prompts_after" / COMPANION:
             (SRC / "extensions" / "message_loop_prompts_after" / COMPANION).read_bytes(),
     }
     for py in sorted(PACKAGE.glob("*.py")):  # the package folder's modules; tools/ stays out of Agent-Zero
         files[ext / "graph_engine" / py.name] = py.read_bytes()
+    if merged.beside is not None:
+        files[ext / "before_main_llm_call" / SHIPPED_BESIDE] = merged.beside
     if layout.plugin_dir is not None:
         files[layout.plugin_dir / "plugin.yaml"] = (
             f"title: Graph Workflow Engine\ndescription: Multi-step requests as verified graph workflows "
@@ -178,10 +186,17 @@ def read_manifest(root: Path) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
+def shipped_history() -> dict[str, dict]:
+    return json.loads((SRC / "plan_library" / "shipped_history.json").read_text())["plans"]
+
+
 def plan_install(layout: Layout) -> Plan:
-    files = payload(layout)
     previous = read_manifest(layout.root)
-    plan = Plan(layout=layout, files=files, previous=previous)
+    competing = competing_selectors(layout)
+    live = [layout.ext_root / "before_main_llm_call" / LIBRARY] + [p.parent / LIBRARY for p in competing]
+    merged = merge(SRC / "plan_library" / LIBRARY, live, (previous or {}).get("plans", {}), shipped_history())
+    files = payload(layout, merged)
+    plan = Plan(layout=layout, files=files, previous=previous, merged=merged)
     ours_before = {e["path"]: e["sha256"] for e in (previous or {}).get("installed", [])}
     for rel, data in files.items():
         path = layout.root / rel
@@ -189,7 +204,7 @@ def plan_install(layout: Layout) -> Plan:
             raise Refused(f"{path} exists and is not a file; nothing was changed")
         if path.is_file() and rel not in ours_before and file_sha(path) != sha256(data):
             plan.replace.append(rel)
-    plan.move_out = [layout.rel(p) for p in competing_selectors(layout)]
+    plan.move_out = [layout.rel(p) for p in competing]
     plan.remove = [rel for rel in ours_before if rel not in files and (layout.root / rel).is_file()]
     return plan
 
@@ -264,6 +279,7 @@ def install(plan: Plan, dry_run: bool) -> dict:
     for rel in plan.remove:
         act("remove", f"{verb} remove {rel} (installed by an earlier version of this pack)")
     act("cache", f"{verb} clear __pycache__ entries of the files above")
+    report_user_plans(plan, verb)
     if dry_run:
         return {}
     if to_backup:
@@ -292,6 +308,7 @@ def install(plan: Plan, dry_run: bool) -> dict:
         "ext_root": layout.rel(layout.ext_root), "plugin": layout.rel(layout.plugin_dir) if layout.plugin_dir else None,
         "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "installed": [{"path": rel, "sha256": sha256(data)} for rel, data in plan.files.items()],
+        "plans": plan.merged.pack_plans if plan.merged else {},
         "originals": originals,
         "created_dirs": sorted(set(created) | set((plan.previous or {}).get("created_dirs", [])), key=len),
         "backups": [*(plan.previous or {}).get("backups", []), *([backup_rel] if backup_rel else [])],
@@ -299,6 +316,27 @@ def install(plan: Plan, dry_run: bool) -> dict:
     write_manifest(root, manifest, backup_rel)
     manifest["_run"] = {"backup": backup_rel, "backed_up": to_backup, "created": sorted(set(created), key=len)}
     return manifest
+
+
+def report_user_plans(plan: Plan, verb: str) -> None:
+    """Say what happens to each plan of the user's: every one is kept, live or disabled with its reason."""
+    merged, lib = plan.merged, plan.layout.rel(plan.layout.ext_root / "before_main_llm_call" / LIBRARY)
+    if merged is None:
+        return
+    disabled = dict(merged.disabled)
+    for pid in merged.carried:
+        if pid in disabled:
+            act("keep", f"{verb} carry your plan '{pid}' into {lib}; the engine disables it until it is fixed: "
+                        f"{disabled[pid]}")
+        else:
+            act("keep", f"{verb} carry your plan '{pid}' into {lib}")
+    for pid in merged.kept_edits:
+        note = f"; the engine disables it until it is fixed: {disabled[pid]}" if pid in disabled else ""
+        act("keep", f"{verb} keep your edited plan '{pid}'{note}; the shipped version goes to {SHIPPED_BESIDE} "
+                    f"beside it (take it with: bash install_graph_engine.sh --take-shipped {pid})")
+    for path, problem in merged.unreadable:
+        act("keep", f"could not read {path} ({problem}): no plan of it is carried; the file itself is kept in "
+                    "the backup folder")
 
 
 def rollback(root: Path, manifest: dict, previous: dict | None) -> None:
@@ -353,9 +391,11 @@ def uninstall(root: Path, dry_run: bool) -> int:
                       "(or was installed by hand); nothing was changed")
     verb = "would" if dry_run else "will"
     changed_by_user = [e["path"] for e in manifest["installed"]
-                       if (root / e["path"]).is_file() and file_sha(root / e["path"]) != e["sha256"]]
+                       if (root / e["path"]).is_file() and (file_sha(root / e["path"]) != e["sha256"]
+                                                            or added_plans(root, e["path"], manifest))]
     for e in manifest["installed"]:
-        note = " (edited since install: a copy goes to the backup folder first)" if e["path"] in changed_by_user else ""
+        note = (" (it holds your changes or plans: a copy goes to the backup folder first)"
+                if e["path"] in changed_by_user else "")
         act("remove", f"{verb} remove {e['path']}{note}")
     for o in manifest["originals"]:
         act("restore", f"{verb} restore {o['path']} from {o['backup']}")
@@ -371,7 +411,12 @@ def uninstall(root: Path, dry_run: bool) -> int:
         for rel in changed_by_user:
             (keep / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(root / rel, keep / rel)
-        say(f"kept your edited copies in {keep}")
+            say(f"kept your edited copy of {rel} in {keep / rel}")
+            if rel.endswith("/" + LIBRARY):
+                added = added_plans(root, rel, manifest)
+                if added:
+                    say(f"  it holds your plans {', '.join(added)}, which the restored library does not have: copy "
+                        f"them back from there when you need them")
     for e in manifest["installed"]:
         path = root / e["path"]
         if path.is_file():
@@ -397,6 +442,15 @@ def uninstall(root: Path, dry_run: bool) -> int:
     return 0
 
 
+def added_plans(root: Path, rel: str, manifest: dict) -> list[str]:
+    """Plans in the live library that neither the pack installed nor the original it replaced holds."""
+    if not rel.endswith("/" + LIBRARY):
+        return []
+    original = next((o for o in manifest.get("originals", []) if o["path"] == rel), None)
+    before = set(read_plans(root / original["backup"])[0]) if original else set()
+    return [pid for pid in read_plans(root / rel)[0] if pid not in manifest.get("plans", {}) and pid not in before]
+
+
 # ── verification, in the framework's Python ─────────────────────────────────
 
 VERIFY = r"""
@@ -420,7 +474,7 @@ for i, path in enumerate(files):
         out["files"][path] = {"error": f"{type(exc).__name__}: {exc}"}
 try:
     lib = sys.modules["graph_engine.library"].load_library_file(library)
-    out["library"] = {"plans": len(lib.plans), "problems": list(lib.problems)}
+    out["library"] = {"plans": len(lib.plans), "loaded": sorted(lib.plans), "problems": list(lib.problems)}
 except Exception as exc:
     out["library"] = {"error": f"{type(exc).__name__}: {exc}"}
 for name in ("orjson", "jsonschema"):
@@ -439,7 +493,9 @@ def framework_python(explicit: str | None) -> str:
     return FRAMEWORK_PYTHON if os.access(FRAMEWORK_PYTHON, os.X_OK) else sys.executable
 
 
-def verify(layout: Layout, python: str) -> tuple[bool, dict]:
+def verify(layout: Layout, python: str, required: list[str]) -> tuple[bool, dict]:
+    """Load both extension files as Agent-Zero does and the installed library; every plan the pack installed
+    must load (a user's plan or a .dot file beside the library that does not is a warning, as in the engine)."""
     ext = layout.ext_root
     files = [str(ext / "before_main_llm_call" / SELECTOR), str(ext / "message_loop_prompts_after" / COMPANION)]
     library = str(ext / "before_main_llm_call" / LIBRARY)
@@ -457,8 +513,9 @@ def verify(layout: Layout, python: str) -> tuple[bool, dict]:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
         return False, {"error": f"{python} could not import the base class {layout.base_module}: {tail[0]}"}
     good = all(r.get("classes") is not None and len(r["classes"]) == 1 for r in report["files"].values())
-    good = good and "error" not in report["library"] and report["library"]["plans"] > 0 \
-        and not [p for p in report["library"]["problems"] if "disabled" in p]
+    missing = sorted(set(required) - set(report["library"].get("loaded", [])))
+    report["library"]["missing"] = missing
+    good = good and "error" not in report["library"] and report["library"]["plans"] > 0 and not missing
     return good, report
 
 
@@ -476,9 +533,12 @@ def print_verification(report: dict) -> None:
     lib = report["library"]
     if "error" in lib:
         say(f"  FAIL library: {lib['error']}")
+    elif lib.get("missing"):
+        say(f"  FAIL library: the pack's plan(s) {', '.join(lib['missing'])} do not load: {lib['problems'][:1]}")
     else:
-        say(f"  {'ok  ' if not lib['problems'] else 'warn'} library: {lib['plans']} plan(s) load"
-            + (f"; {len(lib['problems'])} problem line(s): {lib['problems'][0]}" if lib["problems"] else ""))
+        say(f"  ok   library: {lib['plans']} plan(s) load")
+    for line in lib.get("problems", []) if not lib.get("missing") else []:
+        say(f"  warn {line}")
     for name, present in report["optional"].items():
         say(f"  optional package {name}: {'present' if present else 'absent (the engine works without it)'}")
 
@@ -512,11 +572,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--python", help=f"the framework's Python (default {FRAMEWORK_PYTHON} when present)")
     ap.add_argument("--check", action="store_true",
                     help="only report whether this version is installed and intact (exit 0 yes, 1 no)")
+    ap.add_argument("--take-shipped", metavar="ID[,ID...]|all",
+                    help="replace plans you edited by the shipped versions (kept in htn_plan_library.shipped.json)")
+    ap.add_argument("--version", action="version", version=f"%(prog)s {pack_version()}")
     args = ap.parse_args(argv)
     root = Path(args.a0_root).resolve()
     try:
         if args.check:
             return check(root, args.plugin)
+        if args.take_shipped:
+            confirm(f"Replace plan(s) {args.take_shipped} by the shipped version(s) in {root}?", args.yes or args.dry_run)
+            return take(root, [x.strip() for x in args.take_shipped.split(",") if x.strip()], args.dry_run)
         if args.uninstall:
             confirm(f"Uninstall the graph workflow engine from {root}?", args.yes or args.dry_run)
             return uninstall(root, args.dry_run)
@@ -524,6 +590,55 @@ def main(argv: list[str] | None = None) -> int:
     except Refused as exc:
         say(f"refused: {exc}")
         return 2
+
+
+def take(root: Path, ids: list[str], dry_run: bool) -> int:
+    """--take-shipped: the shipped version of plans the user edited replaces theirs (a backup is kept)."""
+    manifest = read_manifest(root)
+    if manifest is None:
+        raise Refused(f"the pack is not installed at {root} (no {STATE_DIR / MANIFEST}); nothing was changed")
+    hook = root / manifest["ext_root"] / "before_main_llm_call"
+    library, beside = hook / LIBRARY, hook / SHIPPED_BESIDE
+    kept = read_plans(beside)[0]
+    ids = list(kept) if ids == ["all"] else ids
+    if not ids:
+        raise Refused(f"no edited plan waits for its shipped version ({beside} is absent); nothing was changed")
+    new_library, unknown = take_shipped(library.read_bytes(), SRC / "plan_library" / LIBRARY, ids)
+    if unknown:
+        shipped = list(json.loads((SRC / "plan_library" / LIBRARY).read_text())["plans"])
+        close = difflib.get_close_matches(unknown[0], shipped, n=1)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        raise Refused(f"the pack ships no plan {', '.join(repr(u) for u in unknown)}; {hint}it ships: "
+                      f"{', '.join(shipped)}; nothing was changed")
+    for pid in ids:
+        act("replace", f"{'would' if dry_run else 'will'} replace your plan '{pid}' in {library} by the shipped one")
+    if dry_run:
+        return 0
+    backup = new_backup_dir(root)
+    for path in (library, beside):
+        if path.is_file():
+            (backup / path.relative_to(root)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, backup / path.relative_to(root))
+    library.write_bytes(new_library)
+    rest = {pid: raw for pid, raw in kept.items() if pid not in ids}
+    entries = {e["path"]: e for e in manifest["installed"]}
+    entries[library.relative_to(root).as_posix()]["sha256"] = sha256(new_library)
+    beside_rel = beside.relative_to(root).as_posix()
+    if rest:
+        blob = json.loads(beside.read_text())
+        blob["plans"] = rest
+        beside.write_text(json.dumps(blob, indent=2, ensure_ascii=False) + "\n")
+        entries[beside_rel]["sha256"] = file_sha(beside)
+    elif beside.is_file():
+        beside.unlink()
+        entries.pop(beside_rel, None)
+    manifest["installed"] = list(entries.values())
+    from graph_engine.model import plan_version
+    shipped = json.loads((SRC / "plan_library" / LIBRARY).read_text())["plans"]
+    manifest.setdefault("plans", {}).update({pid: plan_version(shipped[pid]) for pid in ids})
+    write_manifest(root, manifest, backup.relative_to(root).as_posix())
+    say(f"took the shipped version of {', '.join(ids)}; your versions are in {backup}")
+    return 0
 
 
 def check(root: Path, plugin: bool) -> int:
@@ -534,11 +649,16 @@ def check(root: Path, plugin: bool) -> int:
         return 0
     if plan.previous is None:
         say(f"not installed at {root}")
+        return 1
+    changed = [rel for rel, data in plan.files.items()
+               if not (root / rel).is_file() or file_sha(root / rel) != sha256(data)]
+    example = f", e.g. {changed[0]}" if changed else ""
+    if plan.previous.get("version") == pack_version():
+        say(f"installed: version {pack_version()}, but {len(changed)} file(s) differ from this pack{example} "
+            "(edited or removed since the install); run the installer again to restore them")
     else:
-        changed = [rel for rel, data in plan.files.items()
-                   if not (root / rel).is_file() or file_sha(root / rel) != sha256(data)]
-        say(f"installed version {plan.previous.get('version')} differs from this pack ({pack_version()}): "
-            f"{len(changed)} file(s) to update, e.g. {changed[0] if changed else '-'}")
+        say(f"installed: version {plan.previous.get('version')}; this pack is {pack_version()}: "
+            f"{len(changed)} file(s) to update{example}; run the installer to upgrade")
     return 1
 
 
@@ -551,7 +671,7 @@ def run_install(root: Path, args: argparse.Namespace) -> int:
     if up_to_date(plan):
         say(f"already installed: version {plan.previous.get('version')} at {layout.rel(layout.ext_root)}/, "
             "every file matches its manifest entry; nothing was changed")
-        ok, report = verify(layout, python) if not args.dry_run else (True, {})
+        ok, report = verify(layout, python, list(plan.merged.pack_plans)) if not args.dry_run else (True, {})
         if report:
             print_verification(report)
         return 0 if ok else 1
@@ -564,7 +684,7 @@ def run_install(root: Path, args: argparse.Namespace) -> int:
         return 0
     confirm(f"Install the graph workflow engine into {root}?", args.yes)
     manifest = install(plan, dry_run=False)
-    ok, report = verify(layout, python)
+    ok, report = verify(layout, python, list(plan.merged.pack_plans))
     print_verification(report)
     if not ok:
         say("verification failed: rolling back")
