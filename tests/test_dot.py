@@ -236,7 +236,7 @@ def test_export_command_and_linear_plans(capsys, tmp_path):
     lib = tmp_path / "lib.json"
     lib.write_text(json.dumps({"plans": {"lin": {"name": "L", "steps": [{"name": "s"}]}}}))
     assert cli.main(["export", "--library", str(lib), "--plan", "lin"]) == 2
-    assert "is a linear plan (steps)" in capsys.readouterr().out
+    assert "is a linear plan (steps)" in capsys.readouterr().err
 
 
 # ── inspect ─────────────────────────────────────────────────────────────────
@@ -402,14 +402,17 @@ def test_mutated_dot_parses_or_fails_with_a_position_inside_the_file(base, cuts)
 
 def test_select_names_the_edge_and_why(capsys):
     assert cli.main(["select", str(LIBRARY), "--plan", "bugfix_workflow", "--from", "test",
-                     "--outcome", '{"status": "fail"}']) == 0
+                     "--outcome", '{"status": "fail"}', "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["target"] == "escalate_stuck" and out["condition"] == "on_exhaust"
     assert {"to": "fix", "condition": "on_retry", "weight": 0.0, "verdict": "does not match outcome 'fail'"} \
         in out["why"]
     assert cli.main(["select", str(LIBRARY), "--plan", "bugfix_workflow", "--from", "fix",
-                     "--outcome", '{"status": "retry"}']) == 0
+                     "--outcome", '{"status": "retry"}', "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["stay"] is True  # no on_retry edge: retried in place
+    assert cli.main(["select", str(LIBRARY), "--plan", "bugfix_workflow", "--from", "test",
+                     "--outcome", '{"status": "fail"}']) == 0
+    assert capsys.readouterr().out.startswith("test -> escalate_stuck via on_exhaust\n")
 
 
 def test_select_with_context(tmp_path, capsys):
@@ -429,7 +432,7 @@ def test_select_with_context(tmp_path, capsys):
 }''')
     for ctx, want in (('{"lang": "python"}', "py"), ('{"lang": "node"}', "js"), ("{}", "exit")):
         assert cli.main(["select", str(path), "--from", "which", "--outcome", '{"status": "success"}',
-                         "--context", ctx]) == 0
+                         "--context", ctx, "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["target"] == want
 
 

@@ -401,4 +401,4 @@ def test_explain_reads_a_saved_state_and_refuses_other_files(tmp_path, capsys):
     other = tmp_path / "other.json"
     other.write_text("[1, 2]")
     assert cli.main(["explain", str(other)]) == 2
-    assert "neither an audit log" in capsys.readouterr().out
+    assert "neither an audit log" in capsys.readouterr().err

@@ -12,7 +12,9 @@ from graph_engine.schema import find_schema, load_schema, validate_document
 from graph_engine.tools.standin import FIXTURES, LIBRARY
 
 LINT = FIXTURES / "lint"
-RULE_FILES = sorted(p for p in LINT.iterdir() if p.stem != "clean")  # <rule>.json, <rule>.dot or <rule>/
+# <rule>.json, dot/<rule>.dot (apart: validate reads the .dot files beside a library) or <rule>/
+RULE_FILES = sorted([p for p in LINT.iterdir() if p.stem not in ("clean", "dot")] + list((LINT / "dot").glob("*.dot")),
+                    key=lambda p: p.stem)
 
 
 def findings(path: Path) -> list[dict]:
@@ -108,7 +110,17 @@ def test_validate_exit_codes_and_json(capsys):
 def test_validate_reports_unreadable_and_broken_files(tmp_path, capsys):
     broken = tmp_path / "broken.json"
     broken.write_text("{nope")
-    assert cli.main(["validate", "--json", str(broken), str(tmp_path / "missing.json")]) == 1
-    report = json.loads(capsys.readouterr().out)
-    assert [d["plan"] for d in report] == [str(broken), str(tmp_path / "missing.json")]
-    assert "not a usable library" in report[0]["message"] and "cannot read" in report[1]["message"]
+    assert cli.main(["validate", "--json", str(broken), str(tmp_path / "missing.json"), str(LIBRARY)]) == 2
+    out, err = capsys.readouterr()
+    assert sum(1 for d in json.loads(out) if d["rule"] == "worst_case_turns") == 10  # the readable one is checked
+    assert err.splitlines() == [f"graph-engine validate: {broken}: not valid JSON (Expecting property name enclosed "
+                                "in double quotes: line 1 column 2 (char 1)); fix the syntax",
+                                f"graph-engine validate: {tmp_path / 'missing.json'}: no such plan library"]
+
+
+def test_validate_reads_the_dot_plans_beside_a_library(tmp_path, capsys):
+    lib = tmp_path / "htn_plan_library.json"
+    lib.write_text((LINT / "clean.json").read_text())
+    (tmp_path / "broken.dot").write_text("digraph Broken { a -- b }")
+    assert cli.main(["validate", str(lib)]) == 1
+    assert "broken.dot:1:" in capsys.readouterr().out

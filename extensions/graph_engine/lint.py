@@ -86,8 +86,11 @@ class Diagnostic:
 
     def text(self) -> str:
         at = f"{self.file or ''}:{self.line}:{self.col}: " if self.line is not None else ""
-        where = f"plan '{self.plan}'" + (f" node '{self.node}'" if self.node else "") + \
-                (f" edge {self.edge}" if self.edge else "")
+        if self.plan == "(library)" or self.plan == self.file:  # the file's own problem, not a plan's
+            where = "the library" if self.plan == "(library)" else "the file"
+        else:
+            where = f"plan '{self.plan}'" + (f" node '{self.node}'" if self.node else "") + \
+                    (f" edge {self.edge}" if self.edge else "")
         return f"{at}{self.severity} [{self.rule}] {where}: {self.message} (fix: {self.fix})"
 
 

@@ -101,7 +101,7 @@ def _candidates(plan: Plan, node: str, kind: str, outcome: str, context: dict[st
     out = []
     for entry in why:
         followed = taken is not None and entry["to"] == taken["to"] and entry["condition"] == taken["condition"]
-        verdict = "taken" if followed else (f"does not apply to outcome '{outcome}'"
+        verdict = "taken" if followed else (f"does not apply to: {OUTCOME_WORDS.get(outcome, outcome)}"
                                             if entry["verdict"].startswith("does not match") else
                                             "applies, but another edge was taken" if entry["verdict"] != "unconditional"
                                             else "unconditional, not taken")
@@ -109,13 +109,16 @@ def _candidates(plan: Plan, node: str, kind: str, outcome: str, context: dict[st
     return out
 
 
+OUTCOME_WORDS = {"success": "success", "retry": "fail, attempts left", "exhausted": "fail, no attempts left"}
+
+
 def format_steps(steps: list[dict[str, Any]], facts: dict[str, Any], note: str = "") -> str:
     lines = [f"run {facts.get('run') or '?'} of plan '{facts.get('plan')}' version {facts.get('version') or '?'}"]
     if note:
         lines.append(note)
     for n, st in enumerate(steps, 1):
-        what = {"check": f"check: {st['outcome']}", "answer": "human gate"}.get(
-            st["kind"], f"decision on outcome '{st['outcome']}'")
+        said = OUTCOME_WORDS.get(st["outcome"], st["outcome"])
+        what = {"check": f"check: {said}", "answer": "human gate"}.get(st["kind"], f"decision on: {said}")
         lines.append(f"{n:>3}. {st['node']}  {what}" + (f" ({st['reason']})" if st["reason"] else ""))
         for c in st["candidates"]:
             lines.append(f"       {c['condition']:<11} -> {c['to']:<24} {c['verdict']}")

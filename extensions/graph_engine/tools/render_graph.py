@@ -13,9 +13,8 @@ def trace_counts(events: list[dict[str, Any]]) -> dict[str, Any]:
     nodes: dict[str, int] = {}
     edges: dict[tuple[str, str, str], int] = {}
     for e in events:
-        if e.get("type") in ("plan_activated", "node_entered"):
-            nodes[e["node"]] = nodes.get(e["node"], 0) + (1 if e.get("type") == "node_entered" else 0)
-            nodes[e["node"]] = max(nodes[e["node"]], 1)
+        if e.get("type") == "node_entered":  # a run enters its start node once, right after plan_activated
+            nodes[e["node"]] = nodes.get(e["node"], 0) + 1
         elif e.get("type") == "edge_followed":
             key = (e["from"], e["to"], e.get("condition", "always"))
             edges[key] = edges.get(key, 0) + 1
