@@ -74,7 +74,7 @@ def test_a_library_of_10000_plans_loads_its_first_1000_and_says_so(monkeypatch, 
     assert time.monotonic() - t < 60
     no_engine_errors(s)
     assert s.state["plan_id"] == "p999"
-    assert f"[HTN] {path}: warning [schema] plan '(library)': the library has 10000 plans, over the limit of 1000; " \
+    assert f"[HTN] {path}: warning [schema] the library: the library has 10000 plans, over the limit of 1000; " \
            f"only the first 1000 are loaded (fix: split the library, or raise GRAPH_ENGINE_MAX_PLANS)" \
            in s.log.texts("warning")
     s.user("loop number 1000 please")
