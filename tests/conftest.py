@@ -2,6 +2,7 @@ import sys
 from pathlib import Path
 
 import os
+import tempfile
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -27,3 +28,22 @@ def fresh_runtime(monkeypatch, tmp_path):
     monkeypatch.delenv("GRAPH_ENGINE_LIBRARY", raising=False)
     yield
     adapter._runtimes.clear()
+
+
+# ── hygiene: a test run leaves nothing in the temp folder ───────────────────
+# (pytest's own tmp_path folders are removed for passing tests: tmp_path_retention_policy in pyproject.toml)
+
+_TEMP_BEFORE: set[str] = set()
+
+
+def pytest_sessionstart(session):
+    _TEMP_BEFORE.update(os.listdir(tempfile.gettempdir()))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if exitstatus != 0:
+        return
+    left = sorted(n for n in set(os.listdir(tempfile.gettempdir())) - _TEMP_BEFORE if not n.startswith("pytest-of-"))
+    if left:
+        session.exitstatus = 1
+        sys.stderr.write(f"\nthe tests left {len(left)} entries in {tempfile.gettempdir()}: {left[:5]}\n")

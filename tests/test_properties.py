@@ -6,6 +6,7 @@ Profiles (tests/conftest.py): "ci" (the default, used by `make test`: 150 exampl
 
 import json
 import os
+import shutil
 import tempfile
 
 from hypothesis import assume, given, target
@@ -105,6 +106,12 @@ class Checked:
         self.most_events = 0
         self.session = Session()
 
+    def __enter__(self) -> "Checked":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)  # every example leaves nothing in the temp folder
+
     def run(self) -> None:
         s = self.session
         s.user(TRIGGER)
@@ -166,12 +173,14 @@ class Checked:
 def test_graph_plans_hold_every_invariant(plan, actions):
     lib = check_document({"plans": {"p": plan}})
     assume("p" in lib.plans)  # the generator makes valid plans; lint decides
-    Checked(plan, actions).run()
+    with Checked(plan, actions) as checked:
+        checked.run()
 
 
 @given(plan=linear_plans(), actions=ACTIONS)
 def test_linear_plans_hold_every_invariant(plan, actions):
-    Checked(plan, actions).run()
+    with Checked(plan, actions) as checked:
+        checked.run()
 
 
 @given(plan=graph_plans())
@@ -184,15 +193,15 @@ def test_generated_graph_plans_pass_the_lint(plan):
 @given(plan=graph_plans(), fails=st.integers(0, 50))
 def test_every_run_ends_within_the_worst_case(plan, fails):
     """A model that keeps failing, or keeps passing, still sees the run end by the lint's bound."""
-    checked = Checked(plan, ["fail"] * fails + ["pass"] * 400)
-    s = checked.session
-    s.user(TRIGGER)
-    s.run_pass(cmd("ls", "x"))
-    passes = 0
-    for action in checked.actions:
-        if s.state is None or s.state["status"] != "active":
-            break
-        s.run_pass(reply_for(action))
-        passes += 1
-    assert s.state is None or s.state["status"] != "active"
-    assert passes <= checked.worst + 1
+    with Checked(plan, ["fail"] * fails + ["pass"] * 400) as checked:
+        s = checked.session
+        s.user(TRIGGER)
+        s.run_pass(cmd("ls", "x"))
+        passes = 0
+        for action in checked.actions:
+            if s.state is None or s.state["status"] != "active":
+                break
+            s.run_pass(reply_for(action))
+            passes += 1
+        assert s.state is None or s.state["status"] != "active"
+        assert passes <= checked.worst + 1

@@ -185,7 +185,7 @@ def inspect_dot(path: str, as_json: bool, out: TextIO) -> int:
 def export_plan(path: str, plan_id: str | None, fmt: str, trace: str | None, out: TextIO,
                 output: str | None = None, render: bool = False) -> int:
     from ..dot_plan import to_dot
-    from .render_graph import mermaid, trace_counts
+    from .render_graph import mermaid, picture, trace_counts
 
     source = pick_plan(path, plan_id)
     if "graph" not in source.raw:
@@ -193,8 +193,10 @@ def export_plan(path: str, plan_id: str | None, fmt: str, trace: str | None, out
     highlight = trace_counts(run_log(trace, source.plan_id)[0]) if trace else None
     if fmt == "mermaid":
         text = mermaid(source.plan_id, source.raw, highlight)
-    else:  # render (dot, svg, png) writes what Graphviz reads; export keeps Attractor's bare qualified keys
-        text = to_dot(source.plan_id, source.raw, highlight, graphviz=trace is not None or fmt != "dot" or render)
+    elif render:  # a picture for people: every condition on its arrow, a run's path highlighted
+        text = picture(source.plan_id, source.raw, highlight)
+    else:  # the plan as DOT that re-imports to the same plan
+        text = to_dot(source.plan_id, source.raw)
     if fmt in ("svg", "png"):
         _graphviz(text, fmt, output)
         return 0
