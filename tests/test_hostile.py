@@ -100,12 +100,13 @@ def test_node_ids_that_are_python_or_json_specials(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("pattern, problem", [
-    ("(a+)+$", "nested quantifier such as (a+)+ can backtrack for minutes on long output (fix: remove the outer "
-               "quantifier or make the inner group match one thing)"),
-    ("(a|aa)+$", "repeated alternatives such as (a|aa)+ can backtrack for minutes on long output (fix: match the "
-                 "alternatives once, e.g. (a|b) without + or *, or use a character class [ab]+)"),
-    (r"(\w+\s?)*x", "nested quantifier such as (a+)+ can backtrack for minutes on long output (fix: remove the outer "
-                    "quantifier or make the inner group match one thing)"),
+    ("(a+)+$", "a quantifier inside a quantified group, such as (a+)+, can backtrack for minutes on a long output "
+               "(fix: remove the outer quantifier or make the inner group match one thing)"),
+    ("(a|aa)+$", "repeated alternatives that can match the same text, such as (a|aa)+, can backtrack for minutes on "
+                 "a long output (fix: match the alternatives once, e.g. (a|b) without + or *, or use a character "
+                 "class [ab]+)"),
+    (r"(\w+\s?)*x", "a quantifier inside a quantified group, such as (a+)+, can backtrack for minutes on a long "
+                    "output (fix: remove the outer quantifier or make the inner group match one thing)"),
 ])
 def test_catastrophic_regex_is_refused_at_load(monkeypatch, tmp_path, pattern, problem):
     plan = fix_loop_plan()

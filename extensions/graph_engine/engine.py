@@ -224,6 +224,10 @@ def _judge(run: Run, obs: Observation, key: str) -> None:
     evidence = Evidence(tool=out.tool, text=out.text, reply=out.reply, truncated=out.truncated)
     text = judged_text(evidence)  # cleaned once: the check, the capture and the hash read the same text
     verdict = check(node.verify, evidence, text)
+    if verdict.too_slow:
+        run.fx.log("warning", f"[HTN] Plan '{run.plan.id}': the check of step '{node.name}' took too long on a "
+                              f"{len(text):,}-character output and counts as failed; simplify its pattern in the "
+                              "plan library (graph-engine validate names the slow ones)")
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass"))  # the hash of text + NUL + reply
     digest.update(b"\0" + out.reply[:MAX_REPLY_HASHED].encode("utf-8", "surrogatepass"))
     if run.plan.mode == "linear":

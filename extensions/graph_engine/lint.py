@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping
 
 from .model import Edge, Node, Plan
+from .patterns import repeat_chain
 from .routing import DECISION_SHORTHANDS, TASK_SHORTHANDS, select_edge
 
 ERROR, WARNING = "error", "warning"
@@ -31,6 +32,7 @@ RULES: Mapping[str, tuple[str, str]] = {
     "edge_target_exists": (ERROR, "an edge names a node that does not exist"),
     "regex_invalid": (ERROR, "a regular expression does not compile"),
     "regex_unsafe": (ERROR, "a regular expression could backtrack catastrophically"),
+    "regex_slow": (WARNING, "a regular expression whose repeats re-scan each other: slow on long lines"),
     "pace_level": (ERROR, "an escalate node names no valid PACE level (primary, alternate, contingent, emergency)"),
     "start_node": (ERROR, "exactly one entry: at most one start node, and it is graph.start"),
     "start_no_incoming": (ERROR, "no edge leads back into the start node"),
@@ -224,6 +226,7 @@ class PlanReport:
 def lint_plan(plan: Plan) -> PlanReport:
     found: list[Diagnostic] = []
     found += _trigger_rules(plan)
+    found += _pattern_rules(plan)
     if plan.mode == "linear":
         worst = min(plan.max_turns, (len(plan.nodes) - 1) * plan.stale_after_turns)
         return PlanReport(plan.id, tuple(found), worst)
@@ -243,6 +246,23 @@ def lint_plan(plan: Plan) -> PlanReport:
     else:
         worst = _worst_case(plan, table)
     return PlanReport(plan.id, tuple(found), worst)
+
+
+def _pattern_rules(plan: Plan) -> list[Diagnostic]:
+    """Patterns whose cost grows faster than the square of the output (two repeats in a row that can match the
+    same text, such as .*=.*x): the engine bounds them, but they are slow and, without the regex package, read
+    less of a long output."""
+    found = []
+    for node in plan.nodes.values():
+        v = node.verify
+        for field_name, pattern in (("value", v.pattern), ("fail_if", v.fail_pattern), ("capture", v.capture_pattern)) \
+                if v is not None else ():
+            if pattern is not None and repeat_chain(pattern.pattern, pattern.flags) >= 2:
+                found.append(diag("regex_slow", plan.id, f"verify.{field_name} /{pattern.pattern}/ has repeats that "
+                                  "can re-scan each other's text: slow on a long line",
+                                  "make each repeat stop where the next part starts, e.g. [^=]*=[^x]*x instead of "
+                                  ".*=.*x", node=node.id))
+    return found
 
 
 def _shape_rules(plan: Plan) -> list[Diagnostic]:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .patterns import search as bounded_search
+
 try:  # the standard library's own regex parser (re._parser since Python 3.11)
     from re import _constants as _C
     from re import _parser as _P
@@ -30,8 +32,9 @@ _MISSING = object()
 _needs: dict[re.Pattern[str], tuple[str, ...] | None] = {}
 
 
-def search(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
-    """``pattern.search(text)``, skipped when the text lacks every piece of text a match needs."""
+def search(pattern: re.Pattern[str], text: str) -> Any:
+    """``pattern.search(text)``, skipped when the text lacks every piece of text a match needs; run with a
+    time bound (``patterns.search``: raises ``PatternTooSlow``)."""
     need = _needs.get(pattern, _MISSING)
     if need is _MISSING:
         if len(_needs) >= MAX_CACHED:
@@ -43,7 +46,7 @@ def search(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
                 break
         else:
             return None
-    return pattern.search(text)
+    return bounded_search(pattern, text)
 
 
 def required_literals(pattern: re.Pattern[str]) -> tuple[str, ...] | None:

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from .model import Verify
+from .patterns import PatternTooSlow
 from .prefilter import search
 
 NO_OUTPUT_MARK = "[SYSTEM: No output returned"
@@ -39,6 +40,7 @@ class Evidence:
 class Verdict:
     ok: bool
     reason: str
+    too_slow: bool = False  # a pattern ran out of time: the plan's author must fix it
 
 
 def clean_output(text: str) -> str:
@@ -69,7 +71,15 @@ def has_output(text: str) -> bool:
 
 
 def check(verify: Verify | None, evidence: Evidence, text: str | None = None) -> Verdict:
-    """Apply one verification to one piece of evidence (``text``: its judged text, when already made)."""
+    """Apply one verification to one piece of evidence (``text``: its judged text, when already made).
+    A pattern that runs out of time makes the check fail, with that reason."""
+    try:
+        return _check(verify, evidence, text)
+    except PatternTooSlow as exc:
+        return Verdict(False, f"pattern took too long ({exc}); the check counts as failed", too_slow=True)
+
+
+def _check(verify: Verify | None, evidence: Evidence, text: str | None) -> Verdict:
     text = judged_text(evidence) if text is None else text
     if verify is None:
         return Verdict(True, "no check defined; the step's result was received")
@@ -140,7 +150,10 @@ def capture(verify: Verify | None, evidence: Evidence, text: str | None = None) 
     """Named groups of the check's capture pattern, matched against the judged text."""
     if verify is None or verify.capture_pattern is None:
         return {}
-    m = search(verify.capture_pattern, judged_text(evidence) if text is None else text)
+    try:
+        m = search(verify.capture_pattern, judged_text(evidence) if text is None else text)
+    except PatternTooSlow:
+        return {}  # nothing captured; the check itself says why when its own pattern is the slow one
     return {k: v for k, v in m.groupdict().items() if v is not None} if m else {}
 
 
