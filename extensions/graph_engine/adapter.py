@@ -30,6 +30,8 @@ LIBRARY_NAME = "htn_plan_library.json"
 MONOLOGUE_KEY = "graph_engine_monologue"
 COMPANION_ATTR = "_graph_engine_companion"  # (monologue, iteration) the companion last handled
 CHECKED_ATTR = "_graph_engine_written"  # the state object this module last wrote (its shape is known good)
+SPOOL_KEY = "graph_engine_audit_spool"  # agent data, saved with the chat: audit lines not written yet
+MAX_SPOOL_LINES = 2_000
 MAX_FULL_OUTPUT = 4 * 1024 * 1024
 MAX_LOGGED_ONCE = 256
 
@@ -97,6 +99,8 @@ def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
     library, problems = rt.library.refresh()
     for line in problems:
         _log_once(rt, agent, "warning", f"[HTN] {line}")
+    if isinstance(getattr(agent, "data", None), dict) and agent.data.get(SPOOL_KEY):
+        _flush_spool(rt, agent)  # lines a folder refused earlier: written by the first pass that can
     if _companion_handled(agent, loop_data, hook):
         return  # this pass is judged and shown; what this hook would render reaches only the next call,
         # and the companion renders that call itself
@@ -357,13 +361,83 @@ def _save(agent: Any, state: dict | None) -> None:
 
 
 def _audit(rt: Runtime, agent: Any, state: dict) -> None:
-    chat = str(getattr(getattr(agent, "context", None), "id", "") or "no-chat")
+    """Write the run's new audit lines; lines that cannot be written go to the spool saved with the chat, so the
+    state never counts a line as written that is not in a file or in the spool."""
+    spool = _flush_spool(rt, agent)
+    taken = rt.audit.take(state, str(getattr(getattr(agent, "context", None), "id", "") or "no-chat"),
+                          int(getattr(agent, "number", 0) or 0))
+    if taken is None:
+        return
+    path, blob, seq = taken
+    state["audit_seq"] = seq  # from here the lines are in the file, or in the spool
+    done = state.get("status", "active") != "active"
+    if not spool:
+        try:
+            rt.audit.write(path, blob, done)
+            return
+        except OSError as exc:
+            _spool_warning(rt, agent, exc)
+    _keep(rt, agent, spool or [], [path, blob.decode("utf-8", "replace"), done])
+
+
+def _spool_warning(rt: Runtime, agent: Any, exc: OSError) -> None:
+    _log_once(rt, agent, "warning", f"[HTN] Audit log not written to {rt.audit.root} ({exc.strerror or exc}); the "
+                                    "workflow continues, and its lines are kept with the chat and written once the "
+                                    "folder is writable", key=f"audit:{rt.audit.root}")
+
+
+def _flush_spool(rt: Runtime, agent: Any) -> list | None:
+    """Write the spooled lines, oldest first, as far as the folder allows; the rest stays spooled."""
     try:
-        rt.audit.append(state, chat, int(getattr(agent, "number", 0) or 0))
-    except OSError as exc:
-        _log_once(rt, agent, "warning", f"[HTN] Audit log not written to {rt.audit.root} ({exc.strerror or exc}); "
-                                        "the workflow continues and the lines are written once the folder is "
-                                        "writable", key=f"audit:{rt.audit.root}")
+        spool = agent.get_data(SPOOL_KEY)
+    except Exception:  # noqa: BLE001 - an agent without data has no spool
+        return None
+    if not spool:
+        return None
+    if not isinstance(spool, list):
+        _log(agent, "warning", f"[HTN] The saved audit spool ({SPOOL_KEY}) is not a list; it was set aside in "
+                               "agent._graph_engine_spool_rejected")
+        setattr(agent, "_graph_engine_spool_rejected", spool)
+        agent.set_data(SPOOL_KEY, None)
+        return None
+    lines = 0
+    while spool:
+        entry = spool[0]
+        try:
+            path, text, done = entry
+            rt.audit.write(str(path), str(text).encode("utf-8"), bool(done))
+        except (TypeError, ValueError):
+            pass  # a damaged entry: dropped below
+        except OSError as exc:
+            _spool_warning(rt, agent, exc)
+            break
+        else:
+            lines += str(text).count("\n")
+        spool.pop(0)
+    agent.set_data(SPOOL_KEY, spool or None)
+    if lines:
+        rt.logged_once.discard(f"audit:{rt.audit.root}")  # a new failure is said again
+        _log(agent, "info", f"[HTN] Audit log: {lines} line(s) kept while {rt.audit.root} could not be written "
+                            "are written now")
+    return spool
+
+
+def _keep(rt: Runtime, agent: Any, spool: list, entry: list) -> None:
+    spool.append(entry)
+    total = sum(str(e[1]).count("\n") for e in spool if isinstance(e, list) and len(e) == 3)
+    dropped = 0
+    while total > MAX_SPOOL_LINES and len(spool) > 1:
+        lost = spool.pop(0)
+        n = str(lost[1]).count("\n") if isinstance(lost, list) and len(lost) == 3 else 0
+        total, dropped = total - n, dropped + n
+    if dropped:
+        _log(agent, "warning", f"[HTN] Audit log: {dropped} line(s) dropped: {rt.audit.root} has not been writable "
+                               f"for more than {MAX_SPOOL_LINES} lines; the newest are kept with the chat")
+    try:
+        agent.set_data(SPOOL_KEY, spool)
+    except Exception:  # noqa: BLE001 - an agent without data cannot keep them: said once
+        _log_once(rt, agent, "warning", f"[HTN] Audit log: {total} line(s) could not be written nor kept",
+                  key="audit:nodata")
 
 
 def _report(rt: Runtime, agent: Any, request: dict) -> None:

@@ -7,8 +7,11 @@ event's own fields: verdict and reason with the evidence's sha256, the edge
 taken with its condition, ...).  The lines of one hook call go out in a single
 write to an append-only descriptor (no buffer in this process) before the call
 returns, so a crash loses at most the lines of the call in progress (a torn last
-line is skipped on reading).  Lines that could not be written stay pending in
-the state (``audit_seq``) and are written on the next call that can.
+line is skipped on reading).  Before each write the open file is checked to
+still be the file at its path (device and inode): a deleted folder is made
+again; a folder replaced by a file makes the write fail.  The adapter keeps
+lines that could not be written in a spool saved with the chat, and writes
+them, oldest first, on the next hook call that can (of any run in the chat).
 
 Retention: a chat's folder keeps its newest ``GRAPH_ENGINE_RUNS_KEEP`` files
 (default 50): when creating a run file would take it over that number by a fifth,
@@ -100,32 +103,46 @@ class AuditLog:
         return path
 
     def append(self, state: dict[str, Any], chat_id: str, agent_number: int) -> int:
-        """Write the state's events not written yet; return how many.  Raises OSError (nothing is lost)."""
+        """Write the state's events not written yet; return how many.  Raises OSError (the lines stay
+        pending in the state: ``audit_seq`` moves only when they are written)."""
+        taken = self.take(state, chat_id, agent_number)
+        if taken is None:
+            return 0
+        path, blob, seq = taken
+        self.write(path, blob, done=state.get("status", "active") != "active")
+        state["audit_seq"] = seq
+        return blob.count(b"\n")
+
+    def take(self, state: dict[str, Any], chat_id: str, agent_number: int) -> tuple[str, bytes, int] | None:
+        """(the run's file, its lines not written yet, the seq they reach), or None when there are none."""
         done = state.get("audit_seq", 0) or 0
         events = state.get("events") or ()
         start = len(events)  # events are in seq order: the pending ones are the tail
         while start and events[start - 1].get("seq", 0) > done:
             start -= 1
         if start == len(events):
-            return 0
+            return None
         path = self.path(chat_id, state.get("run_id", "run"))
-        fd = self._handle(path)
         head = self._head(path, chat_id, agent_number, state)
         prefix = _time_prefix() + head
         blob = b"".join(prefix + _encode(event)[1:] + b"\n" if HEAD_KEYS.isdisjoint(event)
                         else self._merged(prefix, event) for event in events[start:])
-        try:  # whole lines in one write (the kernel has them when it returns: a crash of this process
-            # loses nothing written); a short write goes on where it stopped
+        return path, blob, events[-1]["seq"]
+
+    def write(self, path: str, blob: bytes, done: bool = False) -> None:
+        """Append whole lines in one write (the kernel has them when it returns: a crash of this process loses
+        nothing written; a short write goes on where it stopped).  The open file is first checked to still be
+        the file at ``path`` (a deleted or replaced folder is made again, or the write fails).  Raises OSError."""
+        fd = self._handle(path)
+        try:
             written = os.write(fd, blob)
             while written < len(blob):
                 written += os.write(fd, blob[written:])
         except OSError:
             self.close(path)
             raise
-        state["audit_seq"] = events[-1]["seq"]
-        if state.get("status", "active") != "active":
+        if done:
             self.close(path)  # the run ended: its file is complete
-        return len(events) - start
 
     def _head(self, path: str, chat_id: str, agent_number: int, state: dict[str, Any]) -> bytes:
         """The fields every line of a run repeats, encoded once: chat, agent, run, plan, version."""
@@ -148,8 +165,10 @@ class AuditLog:
     def _handle(self, path: str) -> int:
         fd = self._open.get(path)
         if fd is not None:
-            self._open.move_to_end(path)
-            return fd
+            if _same_file(fd, path):
+                self._open.move_to_end(path)
+                return fd
+            self.close(path)  # deleted or replaced since it was opened: its lines would go nowhere
         if not os.path.exists(path):
             folder = os.path.dirname(path)
             self._prune(folder)
@@ -201,6 +220,14 @@ class AuditLog:
                 os.rmdir(chat)  # only succeeds when empty
             except OSError:
                 pass
+
+
+def _same_file(fd: int, path: str) -> bool:
+    try:
+        mine, there = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return (mine.st_dev, mine.st_ino) == (there.st_dev, there.st_ino)
 
 
 def _run_files(folder: str) -> list[str]:

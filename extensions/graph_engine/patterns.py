@@ -8,8 +8,9 @@ Every regular expression a plan gives (``verify.value``, ``fail_if``, ``capture`
   unbounded repeats of overlapping characters with nothing required between them (``a*a*``, ``.*\\s*``).
   Such a plan is refused (lint rule ``regex_unsafe``), whatever the environment;
 * run on tool output with a time bound (``search``): with the ``regex`` package (a dependency of
-  ``tiktoken``, present in Agent-Zero) each search stops after ``TIMEOUT`` seconds; without it, the text a
-  pattern scans is capped (its head and tail): ``FALLBACK_CHARS`` for a pattern whose cost grows as the square
+  ``tiktoken``, present in Agent-Zero) each search stops after ``TIMEOUT`` seconds and scans at most
+  ``BOUNDED_CHARS`` (the timeout is checked between attempts); without it, the text a pattern scans is capped
+  (its head and tail): ``FALLBACK_CHARS`` for a pattern whose cost grows as the square
   of the text (``.*x`` on a long line), less for one that grows faster (``.*=.*x``: ``repeat_chain``).  A search that runs out of time raises ``PatternTooSlow``: the check
   fails with "pattern took too long" and the plan is named in the log.
 """
@@ -32,6 +33,7 @@ except ImportError:  # the engine works without it: scans are capped instead
     _regex = None
 
 TIMEOUT = 0.2  # seconds per search, with the regex package
+BOUNDED_CHARS = 256_000  # characters one pattern scans with it (one attempt can read them all before a timeout)
 FALLBACK_CHARS = 10_000  # characters one pattern scans without it: the first quarter and the last three quarters
 MAX_COMPILED = 512
 
@@ -51,16 +53,21 @@ def search(pattern: re.Pattern[str], text: str) -> Any:
     if use_regex:
         rx = _regex_for(pattern)
         if rx is not None:
-            try:
-                return rx.search(text, timeout=TIMEOUT)
+            try:  # the timeout is checked between attempts, and one attempt may scan the whole text: capped too
+                return rx.search(_head_and_tail(text, BOUNDED_CHARS), timeout=TIMEOUT)
             except TimeoutError:
                 raise PatternTooSlow(f"/{pattern.pattern}/ ran over {TIMEOUT} s on {len(text):,} characters") \
                     from None
-    cap = fallback_cap(pattern)
-    if len(text) > cap:
-        head = cap // 4
-        text = text[:head] + "\n" + text[-(cap - head):]
-    return pattern.search(text)
+    return pattern.search(_head_and_tail(text, fallback_cap(pattern)))
+
+
+def _head_and_tail(text: str, cap: int) -> str:
+    """At most ``cap`` characters: the first quarter from the head, the rest from the tail (where the
+    summaries of tests and builds are)."""
+    if len(text) <= cap:
+        return text
+    head = cap // 4
+    return text[:head] + "\n" + text[-(cap - head):]
 
 
 _caps: dict[tuple[str, int], int] = {}
