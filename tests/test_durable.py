@@ -108,7 +108,8 @@ def test_a_garbage_saved_state_is_logged_and_set_aside():
     s.user("hello")
     s.run_pass(Reply(final="hi"))
     assert s.state is None and s.agent._htn_state_rejected == {"plan_id": 3}
-    assert any("Ignored an unusable _htn_state" in t for t in s.log.texts("warning"))
+    assert any("Ignored an unusable workflow state in the chat's saved graph_engine_state" in t
+               for t in s.log.texts("warning"))
 
 
 def test_checkpoint_nodes_are_saved_and_named_in_the_audit_log(monkeypatch, tmp_path):

@@ -181,8 +181,8 @@ def test_garbage_state_is_logged_with_what_and_where(garbage, problem):
     s.run_pass(Reply(final="hi"))
     no_engine_errors(s)
     excerpt = json.dumps(garbage)
-    assert s.log.texts("warning") == [f"[HTN] Ignored an unusable _htn_state ({problem}): {excerpt}; it was kept in "
-                                      f"agent._htn_state_rejected and no workflow is active"]
+    assert s.log.texts("warning") == [f"[HTN] Ignored an unusable workflow state in agent._htn_state ({problem}): "
+                                      f"{excerpt}; it was kept in agent._htn_state_rejected and no workflow is active"]
     assert s.agent._htn_state_rejected == garbage
 
 

@@ -231,7 +231,7 @@ def test_garbage_state_is_reported_and_kept_aside(garbage):
     s.user("hello there")
     s.run_pass(Reply(final="hi"))
     assert s.state is None and s.agent._htn_state_rejected == garbage
-    assert any("Ignored an unusable _htn_state" in t for t in s.log.texts("warning"))
+    assert any("Ignored an unusable workflow state in agent._htn_state" in t for t in s.log.texts("warning"))
 
 
 def test_old_selector_state_is_migrated_or_ended_with_a_log_line(monkeypatch):

@@ -104,7 +104,7 @@ def test_a_run_whose_plan_is_gone_ends_with_a_clear_message(monkeypatch, tmp_pat
     adapter._runtimes.clear()      # a restart: the old version is not known any more
     s.run_pass(exit_fail())
     assert s.state is None
-    assert ("[HTN] Workflow 'Loop' ended: plan 'loop' no longer in the library; start it again with a new "
+    assert ("[HTN] Workflow 'Loop' ended: plan 'loop' is no longer in the library; start it again with a new "
             "request once the library has it") in s.log.texts("warning")
 
 

@@ -21,7 +21,7 @@ from .history import CallOutput, new_intervention, newest_call_output, reply_bef
 from .library import LibraryCache
 from .model import Plan
 from .salute import build_report, write_report
-from .state import DATA_KEY, emit, is_legacy_linear, migrate_legacy, problem_with, upgrade
+from .state import DATA_KEY, emit, is_legacy_linear, migrate_legacy, problem_with, problem_with_values, upgrade
 
 CONTEXT_KEY = "htn_active_plan"
 STATE_ATTR = "_htn_state"
@@ -97,6 +97,12 @@ def run_hook(agent: Any, loop_data: Any, hook: str, ext_file: str, runtime: Runt
 
 def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
     library, problems = rt.library.refresh()
+    if rt.library.recovered:  # good again after a fault: say so, and forget what was said, so that a fault
+        rt.library.recovered = False  # that comes back is reported again
+        rt.logged_once.clear()
+        count = len(library.plans) if library is not None else 0
+        _log(agent, "info", f"[HTN] The plan library {rt.library.path} loads again ({count} plan"
+                            f"{'' if count == 1 else 's'})")
     for line in problems:
         _log_once(rt, agent, "warning", f"[HTN] {line}")
     if isinstance(getattr(agent, "data", None), dict) and agent.data.get(SPOOL_KEY):
@@ -118,7 +124,8 @@ def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
         _log_once(rt, agent, "warning", line)
     if _ended_this_pass(raw_state, obs):
         return  # an escalated run stays readable for the rest of the pass in which it ended
-    state = _usable_state(rt, agent, raw_state, obs)
+    source = f"the chat's saved {DATA_KEY}" if restored else f"agent.{STATE_ATTR}"
+    state = _usable_state(rt, agent, raw_state, obs, source)
     if state is not None and restored:
         state = _resume(rt, agent, state)
     plans = library.plans.values() if library is not None else ()
@@ -274,24 +281,51 @@ def _full_output(out: CallOutput | None) -> CallOutput | None:
     return CallOutput(reply=out.reply, tool=out.tool, text=text, file=out.file, not_found=out.not_found)
 
 
-def _usable_state(rt: Runtime, agent: Any, raw: Any, obs: engine.Observation) -> dict | None:
+def _usable_state(rt: Runtime, agent: Any, raw: Any, obs: engine.Observation, source: str) -> dict | None:
     if raw is None:
         return None
     if is_legacy_linear(raw):
         return _migrate(rt, agent, raw, obs)
-    # the full shape check for a state this module did not write itself (restored, migrated, set by others)
-    problem = "" if raw is getattr(agent, CHECKED_ATTR, None) else problem_with(raw)
+    problem = "" if raw is getattr(agent, CHECKED_ATTR, None) else _untrusted(rt, raw)
     if not problem:
         if raw.get("status", "active") != "active":
             _clear_state(agent)  # a run that ended in an earlier pass
             return None
         return upgrade(raw)
-    excerpt = _excerpt(raw)
-    _log(agent, "warning", f"[HTN] Ignored an unusable {STATE_ATTR} ({problem}): {excerpt}; it was kept in "
-                           f"agent._htn_state_rejected and no workflow is active")
-    setattr(agent, "_htn_state_rejected", raw)
-    _clear_state(agent)
+    _reject(rt, agent, raw, problem, source)
     return None
+
+
+def _untrusted(rt: Runtime, raw: Any) -> str:
+    """The full check of a state this module did not write itself (restored, migrated, set by others): its
+    shape, every counter, and every node it names in the plan version it ran."""
+    problem = problem_with(raw)
+    if problem or raw.get("status", "active") != "active":
+        return problem
+    plan = rt.lookup(raw["plan_id"], raw.get("plan_version", ""))
+    if plan is None or (raw.get("plan_version") and plan.version != raw["plan_version"]):
+        return ""  # the plan (version) is gone: the engine ends the run with its own message
+    return problem_with_values(raw, plan)
+
+
+def _reject(rt: Runtime, agent: Any, raw: Any, problem: str, source: str) -> None:
+    """A state that cannot be trusted ends its run: one warning naming where it was found and why, an end
+    event in the run's audit log, and the last-run record."""
+    _log(agent, "warning", f"[HTN] Ignored an unusable workflow state in {source} ({problem}): {_excerpt(raw)}; it "
+                           "was kept in agent._htn_state_rejected and no workflow is active")
+    setattr(agent, "_htn_state_rejected", raw)
+    run_id = raw.get("run_id") if isinstance(raw, dict) else None
+    plan_id = raw.get("plan_id") if isinstance(raw, dict) else None
+    end = {"type": "state_rejected", "turn": 0, "seq": 1, "reason": f"{problem} (in {source})"}
+    record = {"status": "rejected", "reason": end["reason"], "run_id": run_id if isinstance(run_id, str) else "",
+              "plan_id": plan_id if isinstance(plan_id, str) else "", "events": [end]}
+    if record["run_id"] and isinstance(raw.get("seq"), int) and raw["seq"] >= 0:
+        end["seq"], end["turn"] = raw["seq"] + 1, raw.get("turn", 0) if isinstance(raw.get("turn"), int) else 0
+        version = raw.get("plan_version")
+        _audit(rt, agent, dict(record, plan_version=version if isinstance(version, str) else "",
+                               audit_seq=raw["seq"]))
+    setattr(agent, "_htn_last_run", record)
+    _clear_state(agent)
 
 
 def _migrate(rt: Runtime, agent: Any, raw: dict, obs: engine.Observation) -> dict | None:

@@ -156,12 +156,15 @@ def _resume(lookup: PlanLookup, state: dict[str, Any] | None, fx: Effects) -> Ru
         return None
     plan = lookup(state["plan_id"], state.get("plan_version", ""))
     if plan is None or state["current_node"] not in plan.nodes:
-        what = "no longer in the library" if plan is None else f"has no node '{state['current_node']}'"
+        what = "is no longer in the library" if plan is None else f"has no node '{state['current_node']}'"
         reason = f"plan '{state['plan_id']}' {what}"
         fx.log("warning", f"[HTN] Workflow '{state.get('plan_name', state['plan_id'])}' ended: {reason}; "
                           "start it again with a new request once the library has it")
-        fx.context = render.ended_notice(state, "ENDED", reason)
+        emit(state, "plan_ended", node=state["current_node"], reason=reason)  # the run's end, in its log too
+        state["status"] = "ended"
+        fx.context = render.ended_notice(state, "ENDED", reason, plan)
         fx.ended = "ended"
+        fx.final_state = state
         return None
     return Run(plan=plan, state=state, fx=fx)
 

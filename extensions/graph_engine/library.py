@@ -251,6 +251,8 @@ class LibraryCache:
         self._stamp: tuple | None = None
         self.current: Library | None = None
         self._versions: dict[tuple[str, str], Plan] = {}
+        self.failing = False  # the last look at the file found it unreadable or broken
+        self.recovered = False  # ... and the one after that loaded it: the caller says so once and resets it
 
     def refresh(self) -> tuple[Library | None, list[str]]:
         """Return the library to use and the problem lines that are new since the last call.
@@ -265,6 +267,7 @@ class LibraryCache:
             stamp = (st.st_mtime_ns, st.st_size, _dot_stamp(self.path))
         except OSError as exc:
             stamp = None
+            self.failing = True
             if self._stamp is not None or self.current is None:
                 self._stamp = None
                 reason = exc.strerror or str(exc)
@@ -277,8 +280,10 @@ class LibraryCache:
         try:
             lib = self._loader(self.path)
         except ValueError as exc:
+            self.failing = True
             keep = "keeping the last good library" if self.current else "no plans are active until it is fixed"
             return self.current, [f"{exc}; {keep}"]
+        self.recovered, self.failing = self.failing, False
         self.current = lib
         self._remember(lib)
         return lib, list(lib.problems)

@@ -178,7 +178,69 @@ def problem_with(state: Any) -> str:
         return "field 'shown' is not a list of [pass, node] pairs"
     if not all(isinstance(x, str) for x in state["path"] + state["consumed"]):
         return "field 'path' or 'consumed' holds something other than text"
+    return problem_with_values(state)
+
+
+COUNTERS = ("current_step", "total_steps", "turns_since_progress", "stale_after_turns", "max_turns", "path_len",
+            "total_nodes", "completed_nodes", "started_turn", "turn", "turns_since_transition", "seq", "audit_seq",
+            "notice_turn")
+
+
+def problem_with_values(state: dict[str, Any], plan: Any = None) -> str:
+    """Why a state of the right shape cannot be trusted (a counter below zero or past what the run allows, a
+    node the plan does not have, events out of order), or "".  ``plan``: the plan version the state names."""
+    for key in COUNTERS:
+        if state.get(key, 0) < 0:
+            return f"field '{key}' is {state[key]}, below zero"
+    if state["current_step"] > state["total_steps"]:
+        return f"field 'current_step' is {state['current_step']}, past total_steps {state['total_steps']}"
+    if state.get("audit_seq", 0) > state["seq"]:
+        return f"field 'audit_seq' is {state['audit_seq']}, past seq {state['seq']}"
+    for nid, entry in state["visited"].items():
+        for key in ("attempts", "failures"):
+            if entry[key] < 0:
+                return f"field 'visited.{nid}.{key}' is {entry[key]}, below zero"
+        if entry["failures"] > entry["attempts"] or entry["attempts"] > state["turn"] + 1:
+            return (f"field 'visited.{nid}' counts {entry['attempts']} attempt(s) and {entry['failures']} failure(s) "
+                    f"in {state['turn']} turn(s)")
+    seqs = [e["seq"] for e in state["events"]]
+    if seqs != sorted(set(seqs)) or (seqs and seqs[-1] > state["seq"]):
+        return "field 'events' is out of order or past seq"
+    if plan is None:
+        return ""
+    return _problem_with_plan(state, plan)
+
+
+def _problem_with_plan(state: dict[str, Any], plan: Any) -> str:
+    nodes = plan.nodes
+    for key, ids in (("current_node", [state["current_node"]]), ("visited", list(state["visited"])),
+                     ("path", state["path"]), ("shown", [n for _, n in state["shown"]])):
+        missing = [n for n in ids if n not in nodes]
+        if missing:
+            return f"field '{key}' names node '{missing[0]}', which plan '{plan.id}' does not have"
+    if state["total_steps"] != plan.total_steps:
+        return f"field 'total_steps' is {state['total_steps']}, plan '{plan.id}' has {plan.total_steps}"
+    for nid, entry in state["visited"].items():
+        node = nodes[nid]
+        if node.type == "task" and entry["failures"] > node.max_retries + 1 and not _loops_back(plan, nid):
+            return (f"field 'visited.{nid}.failures' is {entry['failures']}, past the {node.max_retries + 1} "
+                    "attempt(s) the step has")
+    if state["turn"] > state.get("max_turns", plan.max_turns) + 1:
+        return f"field 'turn' is {state['turn']}, past the run's ceiling of {state.get('max_turns', plan.max_turns)}"
     return ""
+
+
+def _loops_back(plan: Any, node_id: str) -> bool:
+    """A route leads back to the node after its budget is spent (its failures may then pass the budget)."""
+    seen, todo = set(), [e.dst for e in plan.out_edges.get(node_id, ())]
+    while todo:
+        nid = todo.pop()
+        if nid == node_id:
+            return True
+        if nid not in seen:
+            seen.add(nid)
+            todo.extend(e.dst for e in plan.out_edges.get(nid, ()))
+    return False
 
 
 def is_legacy_linear(state: Any) -> bool:
