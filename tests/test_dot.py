@@ -313,7 +313,7 @@ def test_render_dot_and_mermaid_with_a_trace(tmp_path, capsys):
     assert cli.main(["render", str(LIBRARY), "--plan", "bugfix_workflow", "--format", "dot", "--trace",
                      str(trace)]) == 0
     g = parse(capsys.readouterr().out)  # the picture is valid DOT
-    assert g.nodes["reproduce"].attrs["label"].endswith("× 2") and g.nodes["gather_context"].attrs["label"] == \
+    assert g.nodes["reproduce"].attrs["label"].endswith("× 2\nthe run is here") and g.nodes["gather_context"].attrs["label"] == \
         "Gather more context\n× 1"
     assert "×" not in g.nodes["fix"].attrs["label"] and "penwidth" not in g.nodes["fix"].attrs
     retry = next(e for e in g.edges if (e.src, e.dst) == ("reproduce", "gather_context"))
@@ -321,7 +321,7 @@ def test_render_dot_and_mermaid_with_a_trace(tmp_path, capsys):
     assert cli.main(["render", str(LIBRARY), "--plan", "bugfix_workflow", "--format", "mermaid", "--trace",
                      str(trace)]) == 0
     text = capsys.readouterr().out
-    assert text.startswith("flowchart TD") and 'reproduce["Reproduce the issue x2"]' in text
+    assert text.startswith("flowchart TD") and 'reproduce["Reproduce the issue x2 (the run is here)"]' in text
     assert 'reproduce ==>|"not reproduced yet (on_retry) x1"| gather_context' in text and "class " in text
 
 

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from graph_engine.tools import cli
-from graph_engine.tools.render_graph import mermaid, picture
+from graph_engine.render_graph import mermaid, picture
 from graph_engine.tools.standin import LIBRARY
 
 RAW = json.loads(LIBRARY.read_text())["plans"]
@@ -43,7 +43,7 @@ def test_a_run_is_highlighted_with_its_counts(tmp_path, capsys):
         {"type": "node_entered", "node": "reproduce", "seq": 8}]}))
     assert cli.main(["render", str(LIBRARY), "--plan", "bugfix_workflow", "--trace", str(run)]) == 0
     dot = capsys.readouterr().out
-    assert re.search(r'^    reproduce \[label="Reproduce the issue\\nup to 3 attempts\\n× 2"', dot, re.M)
+    assert re.search(r'^    reproduce \[label="Reproduce the issue\\nup to 3 attempts\\n× 2\\nthe run is here"', dot, re.M)
     assert re.search(r'^    start \[label="Start\\n× 1"', dot, re.M)  # entered once, not twice
     assert 'not reproduced yet (on_retry) × 1' in dot
 

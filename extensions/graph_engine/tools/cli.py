@@ -185,7 +185,7 @@ def inspect_dot(path: str, as_json: bool, out: TextIO) -> int:
 def export_plan(path: str, plan_id: str | None, fmt: str, trace: str | None, out: TextIO,
                 output: str | None = None, render: bool = False) -> int:
     from ..dot_plan import to_dot
-    from .render_graph import mermaid, picture, trace_counts
+    from ..render_graph import mermaid, picture, trace_counts
 
     source = pick_plan(path, plan_id)
     if "graph" not in source.raw:

@@ -3,13 +3,19 @@
 (The DOT that round-trips a plan is ``dot_plan.to_dot``; this one is for looking at.)  Every edge shows its
 condition, with its label when it has one; edges between the same two nodes are drawn as one arrow that lists
 each condition; a traced run fills the nodes it entered and thickens the edges it followed, each with its
-count.
+count, and marks the node where it ended.  ``run_picture`` makes the picture written when a run ends: SVG
+when Graphviz's ``dot`` is installed, mermaid text otherwise.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from typing import Any
+import shutil
+import subprocess
+from typing import Any, Mapping
+
+from .model import Plan
 
 MERMAID_SHAPE = {"start": ("([", "])"), "exit": ("([", "])"), "task": ("[", "]"), "decision": ("{", "}"),
                  "escalate": ("[[", "]]"), "checkpoint": ("[(", ")]"), "human": ("{{", "}}")}
@@ -17,19 +23,63 @@ SHAPE = {"start": "oval", "exit": "box", "task": "box", "decision": "diamond", "
          "checkpoint": "cylinder", "human": "hexagon", "parallel": "component", "fan_in": "tripleoctagon"}
 FILL = {"start": "#eeeeee", "exit": "#d9f2d9", "escalate": "#f8d7da", "decision": "#fff3cd", "human": "#e2d9f3"}
 RUN = "#1f6feb"
+FINAL = "#0b3d91"
+DOT_SECONDS = 20
+PICTURE_SETTINGS = ("auto", "mermaid", "off")
+ENDINGS = ("plan_completed", "plan_escalated", "plan_expired", "plan_ended", "plan_aborted", "plan_withdrawn")
 
 
 def trace_counts(events: list[dict[str, Any]]) -> dict[str, Any]:
-    """How often a run entered each node and followed each edge."""
+    """How often a run entered each node and followed each edge, and the node it is at or ended at."""
     nodes: dict[str, int] = {}
     edges: dict[tuple[str, str, str], int] = {}
+    final, ended = "", False
     for e in events:
         if e.get("type") == "node_entered":  # a run enters its start node once, right after plan_activated
             nodes[e["node"]] = nodes.get(e["node"], 0) + 1
+            final = e["node"]
         elif e.get("type") == "edge_followed":
             key = (e["from"], e["to"], e.get("condition", "always"))
             edges[key] = edges.get(key, 0) + 1
-    return {"nodes": nodes, "edges": edges}
+        elif e.get("type") in ENDINGS and isinstance(e.get("node"), str):
+            final, ended = e["node"], True
+    return {"nodes": nodes, "edges": edges, "final": final, "ended": ended}
+
+
+def _where(highlight: dict[str, Any]) -> str:
+    return "the run ended here" if highlight.get("ended") else "the run is here"
+
+
+def drawable(plan: Plan) -> Mapping[str, Any]:
+    """The plan as the drawing functions read it: a graph plan's own document; a linear plan's steps as the
+    chain of nodes the engine runs them as."""
+    if "graph" in plan.raw:
+        return plan.raw
+    nodes = {nid: {"type": n.type, "name": n.name} for nid, n in plan.nodes.items()}
+    edges = [{"from": e.src, "to": e.dst, "condition": e.condition} for e in plan.edges]
+    return {"name": plan.name, "graph": {"start": plan.start, "nodes": nodes, "edges": edges}}
+
+
+def picture_setting() -> str:
+    """GRAPH_ENGINE_PICTURE: ``auto`` (SVG when Graphviz is installed, else mermaid), ``mermaid`` or ``off``."""
+    value = os.environ.get("GRAPH_ENGINE_PICTURE", "auto").strip().lower()
+    return value if value in PICTURE_SETTINGS else "auto"
+
+
+def run_picture(plan: Plan, events: list[dict[str, Any]]) -> tuple[str, str]:
+    """(file suffix, text) of a run's picture: SVG drawn by Graphviz when ``dot`` is installed and draws it
+    (and GRAPH_ENGINE_PICTURE is not ``mermaid``), else mermaid text (any mermaid viewer draws it)."""
+    raw, highlight = drawable(plan), trace_counts(events)
+    dot = shutil.which("dot") if picture_setting() == "auto" else None
+    if dot:
+        try:
+            done = subprocess.run([dot, "-Tsvg"], input=picture(plan.id, raw, highlight).encode("utf-8"),
+                                  capture_output=True, timeout=DOT_SECONDS, check=False)
+        except (OSError, subprocess.SubprocessError):
+            done = None
+        if done is not None and done.returncode == 0 and done.stdout:
+            return ".svg", done.stdout.decode("utf-8", "replace")
+    return ".mmd", mermaid(plan.id, raw, highlight)
 
 
 def _id(node_id: str) -> str:
@@ -51,7 +101,7 @@ def _condition(e: dict[str, Any]) -> str:
     return f"{e['label']} ({cond})" if e.get("label") else cond
 
 
-def _merged_edges(raw: dict[str, Any]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+def _merged_edges(raw: Mapping[str, Any]) -> dict[tuple[str, str], list[dict[str, Any]]]:
     """Edges grouped by (from, to) in plan order: one arrow per pair of nodes."""
     pairs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for e in raw["graph"]["edges"]:
@@ -59,7 +109,17 @@ def _merged_edges(raw: dict[str, Any]) -> dict[tuple[str, str], list[dict[str, A
     return pairs
 
 
-def picture(plan_id: str, raw: dict[str, Any], highlight: dict[str, Any] | None = None) -> str:
+def _counted(src: str, dst: str, group: list[dict[str, Any]], counts: dict, fmt: Any) -> tuple[list[str], int]:
+    """Each condition's text on one arrow (``fmt(text, times taken)``) and how often the run took the arrow."""
+    texts, taken = [], 0
+    for e in group:
+        n = counts.get((src, dst, e.get("condition", "always")), 0)
+        taken += n
+        texts.append(fmt(_condition(e), n))
+    return texts, taken
+
+
+def picture(plan_id: str, raw: Mapping[str, Any], highlight: dict[str, Any] | None = None) -> str:
     """The plan as DOT for Graphviz to draw (svg, png)."""
     if "graph" not in raw:
         raise ValueError(f"plan '{plan_id}' is a linear plan (steps); only graph plans can be drawn")
@@ -84,13 +144,12 @@ def picture(plan_id: str, raw: dict[str, Any], highlight: dict[str, Any] | None 
         if nid in visits:
             label.append(f"× {visits[nid]}")
             attrs += [f'color="{RUN}"', "penwidth=2.5", 'fillcolor="#cde4ff"']
+        if nid == (highlight or {}).get("final"):
+            label.append(_where(highlight or {}))
+            attrs += [f'color="{FINAL}"', "penwidth=4"]
         lines.append(f'    {_id(nid)} [label="{_lines(label)}", {", ".join(attrs)}]')
     for (src, dst), group in _merged_edges(raw).items():
-        label_lines, taken = [], 0
-        for e in group:
-            n = counts.get((src, dst, e.get("condition", "always")), 0)
-            taken += n
-            label_lines.append(_condition(e) + (f" × {n}" if n else ""))
+        label_lines, taken = _counted(src, dst, group, counts, lambda text, n: text + (f" × {n}" if n else ""))
         attrs = [f'label="{_lines(label_lines)}"']
         if taken:
             attrs += [f'color="{RUN}"', f'fontcolor="{RUN}"', "penwidth=2.5"]
@@ -105,7 +164,7 @@ def _label(text: str) -> str:
     return text.replace('"', "'")
 
 
-def mermaid(plan_id: str, raw: dict[str, Any], highlight: dict[str, Any] | None = None) -> str:
+def mermaid(plan_id: str, raw: Mapping[str, Any], highlight: dict[str, Any] | None = None) -> str:
     if "graph" not in raw:
         raise ValueError(f"plan '{plan_id}' is a linear plan (steps); only graph plans can be drawn")
     visits = (highlight or {}).get("nodes", {})
@@ -114,16 +173,18 @@ def mermaid(plan_id: str, raw: dict[str, Any], highlight: dict[str, Any] | None 
     for nid, node in raw["graph"]["nodes"].items():
         left, right = MERMAID_SHAPE.get(node.get("type", "task"), ("[", "]"))
         name = _label(node.get("name", nid)) + (f" x{visits[nid]}" if nid in visits else "")
+        if nid == (highlight or {}).get("final"):
+            name += f" ({_where(highlight or {})})"
         lines.append(f'    {nid}{left}"{name}"{right}')
     for (src, dst), group in _merged_edges(raw).items():
-        texts, taken = [], 0
-        for e in group:
-            n = counts.get((src, dst, e.get("condition", "always")), 0)
-            taken += n
-            texts.append(_label(_condition(e)) + (f" x{n}" if n else ""))
+        texts, taken = _counted(src, dst, group, counts, lambda text, n: _label(text) + (f" x{n}" if n else ""))
         arrow = "==>" if taken else "-->"
         lines.append(f'    {src} {arrow}|"{" / ".join(texts)}"| {dst}')
     if visits:
         lines.append("    classDef visited fill:#cde4ff,stroke:#1f6feb")
         lines.append("    class " + ",".join(visits) + " visited")
+    final = (highlight or {}).get("final")
+    if final in raw["graph"]["nodes"]:
+        lines.append("    classDef final stroke:#0b3d91,stroke-width:4px")
+        lines.append(f"    class {final} final")
     return "\n".join(lines) + "\n"
