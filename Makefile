@@ -20,9 +20,10 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
-# accept a change to the text the model reads: rewrites fixtures/prompts/*.txt (review the diff)
+# accept a change to the text the model reads or the card shows: rewrites fixtures/prompts/*.txt and
+# fixtures/cards/*.txt (review the diff)
 prompts: $(STAMP)
-	$(BIN)/python -m pytest tests/test_prompts.py --snapshot-update -q
+	$(BIN)/python -m pytest tests/test_prompts.py tests/test_card.py --snapshot-update -q
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

@@ -26,6 +26,7 @@ def fresh_runtime(monkeypatch, tmp_path):
     adapter._runtimes.clear()
     monkeypatch.setenv("A0_ROOT", str(tmp_path / "a0"))
     monkeypatch.delenv("GRAPH_ENGINE_LIBRARY", raising=False)
+    monkeypatch.delenv("GRAPH_ENGINE_PICTURE", raising=False)
     yield
     adapter._runtimes.clear()
 

@@ -18,8 +18,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from golden import text_files
 from spellchecker import SpellChecker
-from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from graph_engine import render
 from graph_engine.tools import prompts
@@ -38,20 +38,7 @@ STEP_BUDGET = 1_500  # characters of one step's context (about 400 tokens)
 CALL_BUDGET = 2_000  # characters of everything one call receives (a notice above a new run's first step)
 
 
-class PromptFile(SingleFileSnapshotExtension):
-    """One readable text file per plan in fixtures/prompts/."""
-
-    _write_mode = WriteMode.TEXT
-    file_extension = "txt"
-
-    @classmethod
-    def dirname(cls, *, test_location):
-        return str(FIXTURES / "prompts")
-
-    @classmethod
-    def get_snapshot_name(cls, *, test_location, index=0):
-        name = test_location.snapshot_name
-        return name[name.index("[") + 1:name.rindex("]")]
+PromptFile = text_files(FIXTURES / "prompts", lambda name: name[name.index("[") + 1:name.rindex("]")])  # per plan
 
 
 @pytest.fixture

@@ -97,6 +97,7 @@ class Checked:
             json.dump({"_meta": {"version": "2.0"}, "plans": {"p": plan}}, fh)
         os.environ["GRAPH_ENGINE_LIBRARY"] = self.lib_path
         os.environ["A0_ROOT"] = os.path.join(self.tmp, "a0")
+        os.environ["GRAPH_ENGINE_PICTURE"] = "mermaid"  # the pictures are tested elsewhere: no Graphviz per run here
         adapter._runtimes.clear()
         lib = check_document({"plans": {"p": plan}}, self.lib_path)
         self.worst = lib.worst_case_turns.get("p")
@@ -161,10 +162,16 @@ class Checked:
             text = record.prompt_extras.get("htn_active_plan", "")
             if key in shown and text and not state.get("held") and "[WORKFLOW ENDED" not in text:
                 assert self.plan.nodes[shown[key]].name in text, (shown[key], text)
+        newest = state if state is not None else getattr(s.agent, "_htn_last_run", None)
+        if newest is not None and newest.get("run_id") and "plan_name" in newest:  # the card shows the run as it is
+            cards = [i for i in s.log.logs if i.heading.startswith("Workflow:") and i.kvps["Run"] == newest["run_id"]]
+            assert len(cards) == 1, len(cards)
+            assert cards[0].kvps["Status"] == newest["status"]
+            assert cards[0].kvps["Done"].startswith(f"{len(newest['steps_completed'])} of {newest['total_steps']} ")
         verified = 0
         runs = os.path.join(self.tmp, "a0", "usr", "graph_engine", "runs")
         for folder, _, files in os.walk(runs):
-            for f in files:
+            for f in (f for f in files if f.endswith(".jsonl")):
                 verified += sum(1 for e in read_lines(os.path.join(folder, f)) if e["type"] == "node_verified")
         assert verified <= self.results_given  # each call's output is judged at most once
 

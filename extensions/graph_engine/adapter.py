@@ -15,11 +15,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import engine, render
-from .audit import AuditLog, runs_dir
+from . import card, engine, render
+from .audit import AuditLog, read_lines, runs_dir
 from .history import CallOutput, new_intervention, newest_call_output, reply_before_user_message, user_words
 from .library import LibraryCache
 from .model import Plan
+from .render_graph import picture_setting, run_picture
 from .salute import build_report, write_report
 from .state import DATA_KEY, emit, is_legacy_linear, migrate_legacy, problem_with, problem_with_values, upgrade
 
@@ -34,6 +35,7 @@ SPOOL_KEY = "graph_engine_audit_spool"  # agent data, saved with the chat: audit
 MAX_SPOOL_LINES = 2_000
 MAX_FULL_OUTPUT = 4 * 1024 * 1024
 MAX_LOGGED_ONCE = 256
+CARD_ATTR = "_graph_engine_card"  # [run id, log item, what it shows] of the run's card; False: cards are off
 
 
 class Runtime:
@@ -325,6 +327,9 @@ def _reject(rt: Runtime, agent: Any, raw: Any, problem: str, source: str) -> Non
         _audit(rt, agent, dict(record, plan_version=version if isinstance(version, str) else "",
                                audit_seq=raw["seq"]))
     setattr(agent, "_htn_last_run", record)
+    if record["run_id"]:  # the run's card says it ended, and why
+        name = raw.get("plan_name")
+        _card(rt, agent, dict(record, plan_name=name if isinstance(name, str) else record["plan_id"]), search=True)
     _clear_state(agent)
 
 
@@ -374,6 +379,11 @@ def _apply(rt: Runtime, agent: Any, loop_data: Any, state: dict | None, fx: engi
         setattr(agent, PACE_ATTR, fx.pace_level)
     if fx.report is not None:
         _report(rt, agent, fx.report)
+    ended = fx.final_state
+    if ended is not None and (state is None or ended.get("run_id") != state.get("run_id")):
+        _card(rt, agent, ended, _picture(rt, agent, ended))
+    if state is not None:
+        _card(rt, agent, state)
     extras = getattr(loop_data, "extras_temporary", None)
     if isinstance(extras, dict) and fx.context is not None:
         extras[CONTEXT_KEY] = fx.context
@@ -398,8 +408,7 @@ def _audit(rt: Runtime, agent: Any, state: dict) -> None:
     """Write the run's new audit lines; lines that cannot be written go to the spool saved with the chat, so the
     state never counts a line as written that is not in a file or in the spool."""
     spool = _flush_spool(rt, agent)
-    taken = rt.audit.take(state, str(getattr(getattr(agent, "context", None), "id", "") or "no-chat"),
-                          int(getattr(agent, "number", 0) or 0))
+    taken = rt.audit.take(state, _chat_id(agent), int(getattr(agent, "number", 0) or 0))
     if taken is None:
         return
     path, blob, seq = taken
@@ -496,6 +505,100 @@ def _report(rt: Runtime, agent: Any, request: dict) -> None:
                                "check the folder is writable")
         return
     _log(agent, "info", f"[HTN] SALUTE report written: {path}")
+
+
+# ── the workflow card and the picture of a run ──────────────────────────────
+
+
+def _card(rt: Runtime, agent: Any, state: dict, picture: str = "", search: bool = False) -> None:
+    """Create the run's card, or update it in place when what it shows changed; a log without Agent-Zero's
+    item API turns cards off with one warning.  ``search``: the card may be one restored with the chat's log."""
+    shown = getattr(agent, CARD_ATTR, None)
+    if shown is False:
+        return
+    run_id = state.get("run_id", "")
+    pace = getattr(agent, PACE_ATTR, "")
+    signature = (state.get("seq"), state.get("status"), pace if isinstance(pace, str) else "", picture)
+    if isinstance(shown, list) and shown[0] == run_id and shown[2] == signature and _still_logged(agent, shown[1]):
+        return  # nothing changed: nothing to do
+    plan = rt.lookup(state.get("plan_id", ""), state.get("plan_version", ""))
+    heading, content, kvps = card.text(plan, state, pace if isinstance(pace, str) else "", picture)
+    resumed = any(isinstance(e, dict) and e.get("type") == "run_resumed" for e in state.get("events") or ())
+    item = shown[1] if isinstance(shown, list) and shown[0] == run_id else \
+        _logged_card(agent, run_id) if search or resumed else None  # a run started in this process: a new card
+    try:
+        if item is not None and _still_logged(agent, item):
+            item.update(type="info", heading=heading, content=content, kvps=kvps)
+        else:
+            item = agent.context.log.log(type="info", heading=heading, content=content, kvps=kvps)
+        if not callable(getattr(item, "update", None)):
+            raise TypeError(f"log() returned {type(item).__name__}, which has no update method")
+    except Exception as exc:  # noqa: BLE001 - a log API of another shape: no card, the loop goes on
+        setattr(agent, CARD_ATTR, False)
+        _log(agent, "warning", f"[HTN] Workflow card turned off for this agent: Agent-Zero's log API is not the "
+                               f"one expected ({type(exc).__name__}: {exc}); the workflow goes on and its log "
+                               "lines are still written")
+        return
+    setattr(agent, CARD_ATTR, [run_id, item, signature])
+
+
+def _still_logged(agent: Any, item: Any) -> bool:
+    """False when the chat's log was reset since the item was made (its updates would go nowhere)."""
+    logs = getattr(getattr(getattr(agent, "context", None), "log", None), "logs", None)
+    no = getattr(item, "no", None)
+    if not isinstance(logs, list) or not isinstance(no, int):
+        return True  # a log that does not say: trust the item
+    return 0 <= no < len(logs) and logs[no] is item
+
+
+def _logged_card(agent: Any, run_id: str) -> Any:
+    """After a restart or a chat reload, the card Agent-Zero restored with the chat's log, found by run id."""
+    logs = getattr(getattr(getattr(agent, "context", None), "log", None), "logs", None)
+    for item in reversed(logs if isinstance(logs, list) else []):
+        kvps = getattr(item, "kvps", None)
+        if isinstance(kvps, dict) and kvps.get("Run") == run_id and \
+                str(getattr(item, "heading", "")).startswith(card.HEADING):
+            return item
+    return None
+
+
+def _picture(rt: Runtime, agent: Any, state: dict) -> str:
+    """The picture of an ended run beside its audit log; its path, or '' when it cannot be written."""
+    plan = rt.lookup(state.get("plan_id", ""), state.get("plan_version", ""))
+    if plan is None or not state.get("run_id") or picture_setting() == "off":
+        return ""
+    log_path = rt.audit.path(_chat_id(agent), state["run_id"])
+    events = _run_events(log_path, state)
+    try:
+        suffix, text = run_picture(plan, events)
+        path = log_path[: -len(".jsonl")] + suffix
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.tmp{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except (OSError, ValueError) as exc:
+        _log_once(rt, agent, "warning", f"[HTN] Picture of the run not written to {os.path.dirname(log_path)} "
+                                        f"({getattr(exc, 'strerror', None) or exc}); `graph-engine render "
+                                        f"--trace` draws it from the audit log", key=f"picture:{rt.audit.root}")
+        return ""
+    state["picture"] = path
+    return path
+
+
+def _run_events(log_path: str, state: dict) -> list[dict]:
+    """The run's events: its audit log (every line), then those of the state's that are newer."""
+    events: list[dict] = []
+    try:
+        events = list(read_lines(log_path))
+    except OSError:
+        pass
+    seen = max((e.get("seq", 0) for e in events if isinstance(e.get("seq"), int)), default=0)
+    return events + [e for e in state.get("events") or () if isinstance(e.get("seq"), int) and e["seq"] > seen]
+
+
+def _chat_id(agent: Any) -> str:
+    return str(getattr(getattr(agent, "context", None), "id", "") or "no-chat")
 
 
 # ── logging ─────────────────────────────────────────────────────────────────

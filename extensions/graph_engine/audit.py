@@ -40,6 +40,7 @@ DEFAULT_KEEP = 50
 DEFAULT_DAYS = 30
 HEAD_KEYS = frozenset(("time", "chat", "agent", "run", "plan", "version"))
 MAX_OPEN = 16  # run files kept open between calls (one per active run)
+PICTURE_SUFFIXES = (".svg", ".mmd")  # the picture of a run, written beside its log when it ends
 _ENCODE = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False, separators=(", ", ": ")).encode
 
 
@@ -194,7 +195,7 @@ class AuditLog:
         if count is None or count + 1 > keep + max(1, keep // 5):  # list the folder only now and then
             files = sorted(_run_files(chat_dir), key=lambda p: (os.path.getmtime(p), p))
             for old in files[: max(0, len(files) - (keep - 1))]:
-                _unlink(old)
+                _unlink_run(old)
             count = min(len(files), keep - 1)
         self._files_in[chat_dir] = count + 1
         if not self._swept:
@@ -213,7 +214,7 @@ class AuditLog:
             for path in _run_files(chat):
                 try:
                     if os.path.getmtime(path) < cutoff:
-                        _unlink(path)
+                        _unlink_run(path)
                 except OSError:
                     continue
             try:
@@ -235,6 +236,13 @@ def _run_files(folder: str) -> list[str]:
         return [os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".jsonl")]
     except OSError:
         return []
+
+
+def _unlink_run(path: str) -> None:
+    """A run's audit log and the picture written beside it when the run ended."""
+    _unlink(path)
+    for suffix in PICTURE_SUFFIXES:
+        _unlink(path[: -len(".jsonl")] + suffix)
 
 
 def _unlink(path: str) -> None:

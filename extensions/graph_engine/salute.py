@@ -12,6 +12,8 @@ import os
 from datetime import datetime, timezone
 from typing import Any
 
+from .card import facts
+
 STATE_BY_PACE = {"primary": "active", "alternate": "error_recovery", "contingent": "escalating",
                  "emergency": "aborted"}
 HEALTH_BY_PACE = {"primary": "nominal", "alternate": "degraded", "contingent": "critical", "emergency": "critical"}
@@ -20,26 +22,25 @@ ACTIVITY_EVENTS = 5
 
 def build_report(*, state: dict[str, Any], pace_level: str, role: dict[str, Any], org: dict[str, Any],
                  agent_number: int, bst_domain: str, now: datetime, status_state: str = "") -> dict[str, Any]:
-    total = int(state.get("total_steps") or 0)
-    done = len(state.get("steps_completed") or [])
+    f = facts(None, state, pace_level)  # the card's facts: the person and the supervisor read the same
     return {
         "_schema": "orgkernel:salute_report",
         "_version": "1.0",
         "status": {
             "state": status_state or STATE_BY_PACE.get(pace_level, "active"),
-            "progress": round(done / total, 2) if total else 0.0,
-            "pace_level": pace_level,
+            "progress": f["progress"],
+            "pace_level": f["pace_level"],
             "health": HEALTH_BY_PACE.get(pace_level, "nominal"),
         },
         "activity": {
-            "current_task": state.get("plan_name") or bst_domain or "idle",
+            "current_task": f["plan"] or bst_domain or "idle",
             "bst_domain": bst_domain,
-            "htn_plan": state.get("plan_name", ""),
-            "htn_step": state.get("current_step", 0),
-            "htn_total_steps": total,
+            "htn_plan": f["plan"],
+            "htn_step": f["current_step"],
+            "htn_total_steps": f["total"],
             "current_tool": "",
-            "iterations_on_current_step": state.get("turns_since_progress", 0),
-            "workflow_node": state.get("current_node", ""),
+            "iterations_on_current_step": f["turns_since_progress"],
+            "workflow_node": f["node"],
             "workflow_events": list(state.get("events", [])[-ACTIVITY_EVENTS:]),
         },
         "location": {"working_directory": "", "files_modified": [], "files_read": [], "resources_claimed": []},
@@ -55,7 +56,7 @@ def build_report(*, state: dict[str, Any], pace_level: str, role: dict[str, Any]
             "task_started": None,
             "elapsed_seconds": 0,
             "turns_elapsed": state.get("turn", 0),
-            "turns_since_progress": state.get("turns_since_progress", 0),
+            "turns_since_progress": f["turns_since_progress"],
             "context_turns_remaining": None,
         },
         "environment": {

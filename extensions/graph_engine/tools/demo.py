@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 from typing import Any, TextIO
 
+from .. import card
 from ..library import check_document, parse_json
 from . import standin as a0
 from .explain import explain, format_steps, load_events
@@ -131,10 +132,28 @@ def _reply_summary(reply: Reply) -> str:
     return f"{reply.tool}: {reply.code}\n         -> {tail[:150]}"
 
 
+def cards(log: Any) -> list[Any]:
+    """The workflow cards in an Agent-Zero log, oldest first."""
+    return [item for item in log.logs if item.heading.startswith(card.HEADING + ":")]
+
+
+def view(item: Any) -> str:
+    """A card as the chat shows it: heading, text, then the key-value table."""
+    width = max(len(k) for k in item.kvps) if item.kvps else 0
+    table = [f"  {k.ljust(width)}  {v}" for k, v in item.kvps.items()]
+    return "\n".join([item.heading, *("  " + line for line in item.content.splitlines()), *table])
+
+
 def _summary(session: Session, root: Path, out: TextIO) -> int:
     final = getattr(session.agent, "_htn_last_run", None) or {}
+    shown = cards(session.log)
+    if shown:
+        out.write("\nThe workflow card in the chat (one log item, updated in place each pass):\n")
+        out.write(textwrap.indent(view(shown[-1]), "  ") + "\n")
     out.write("\nLog lines written to the Agent-Zero UI:\n")
     for entry in session.log.entries:
+        if entry["heading"].startswith(card.HEADING + ":"):
+            continue
         out.write(f"  [{entry['type']}] {entry['content']}\n")
     injected = session.records[-1].prompt_extras.get("htn_active_plan", "")
     out.write("\nText in the final call's prompt:\n" + textwrap.indent(injected, "  ") + "\n")

@@ -77,15 +77,68 @@ def load_extension_class(path: Path) -> type:
 # ── agent, log, loop data ───────────────────────────────────────────────────
 
 
+class LogItem:
+    """Agent-Zero's log item (helpers/log.py, python/helpers/log.py): a numbered entry the UI shows, changed in
+    place through ``update`` while the log it belongs to was not reset."""
+
+    def __init__(self, log: "Log", no: int, type: str, heading: str, content: str, kvps: Any) -> None:
+        self.log, self.no, self.guid = log, no, log.guid
+        self.type, self.heading, self.content = type, heading, content
+        self.kvps = dict(kvps or {})
+
+    def update(self, type: str | None = None, heading: str | None = None, content: str | None = None,
+               kvps: Any = None, **kwargs: Any) -> None:
+        if self.guid != self.log.guid:
+            return  # the log was reset: Agent-Zero drops the update
+        self.type = type if type is not None else self.type
+        self.heading = heading if heading is not None else self.heading
+        self.content = content if content is not None else self.content
+        if kvps is not None:
+            self.kvps = dict(kvps)
+        self.kvps.update(kwargs)
+        self.log.updates.append(self.no)
+
+
 class Log:
     def __init__(self) -> None:
-        self.entries: list[dict[str, Any]] = []
+        self.guid = "log-1"
+        self.logs: list[LogItem] = []
+        self.updates: list[int] = []  # item numbers, once per log() and per update(), as Agent-Zero counts
 
-    def log(self, type: str = "info", heading: str = "", content: str = "", kvps: Any = None, **_: Any) -> None:
-        self.entries.append({"type": type, "heading": heading, "content": content})
+    def log(self, type: str = "info", heading: str = "", content: str = "", kvps: Any = None,
+            **kwargs: Any) -> LogItem:
+        item = LogItem(self, len(self.logs), type, heading or "", content or "", dict(kvps or {}, **kwargs))
+        self.logs.append(item)
+        self.updates.append(item.no)
+        return item
+
+    def restored(self) -> "Log":
+        """The log as Agent-Zero rebuilds it from chat.json: new items numbered in order, with their kvps."""
+        log = type(self)()
+        log.guid = self.guid
+        for i, old in enumerate(self.logs):
+            log.logs.append(LogItem(log, i, old.type, old.heading, old.content, json.loads(json.dumps(old.kvps))))
+            log.updates.append(i)
+        return log
+
+    def reset(self) -> None:
+        self.guid = f"log-{int(self.guid.split('-')[1]) + 1}"
+        self.logs, self.updates = [], []
+
+    @property
+    def entries(self) -> list[dict[str, Any]]:
+        return [{"type": i.type, "heading": i.heading, "content": i.content, "kvps": i.kvps} for i in self.logs]
 
     def texts(self, level: str | None = None) -> list[str]:
         return [e["content"] for e in self.entries if level is None or e["type"] == level]
+
+
+class LineLog(Log):
+    """A log whose ``log`` returns nothing: a logger of another shape (no item to update)."""
+
+    def log(self, type: str = "info", heading: str = "", content: str = "", kvps: Any = None,  # type: ignore[override]
+            **kwargs: Any) -> None:
+        super().log(type, heading, content, kvps, **kwargs)
 
 
 class Context:
@@ -292,6 +345,7 @@ class Session:
         saved = json.loads(json.dumps({k: v for k, v in self.agent.data.items() if not k.startswith("_")}))
         agent = Agent(self.agent.number)
         agent.context.id = self.agent.context.id
+        agent.context.log = self.agent.context.log.restored()  # the chat's log is saved with it
         agent.data = saved
         adapter = sys.modules.get("graph_engine.adapter")
         if adapter is not None:
