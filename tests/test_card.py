@@ -381,3 +381,43 @@ def test_the_readme_shows_the_card_as_the_golden_file_pins_it():
 def test_a_chat_without_a_log_runs_the_workflow_without_a_card(project):
     s = play(*begin(project, log=False))  # no log API at all
     assert s.agent._htn_last_run["status"] == "completed" and s.agent._graph_engine_card is False
+
+
+def chain(n: int) -> dict:
+    nodes = {"start": {"type": "start"}, "done": {"type": "exit"}, "stuck": {"type": "escalate", "reason": "stuck"}}
+    edges = [{"from": "start", "to": "t1"}]
+    for i in range(1, n + 1):
+        nodes[f"t{i}"] = {"type": "task", "name": f"Step {i}", "verify": {"type": "any_output"}}
+        edges += [{"from": f"t{i}", "to": f"t{i + 1}" if i < n else "done", "condition": "on_success"},
+                  {"from": f"t{i}", "to": "stuck", "condition": "on_exhaust"}]
+    return {"name": "Chain", "domains": ["bugfix"], "triggers": ["run the chain"], "trigger_threshold": 1,
+            "graph": {"start": "start", "nodes": nodes, "edges": edges}}
+
+
+def test_a_long_plan_lists_the_steps_around_the_current_one(monkeypatch, tmp_path):
+    from scenario import use_library
+    use_library(monkeypatch, tmp_path, {"chain": chain(60)})
+    s = Session()
+    s.user("run the chain")
+    play(s, [cmd("ls", "out")] * 16)
+    lines = cards(s.log)[0].content.splitlines()
+    assert lines[:9] == ["[...] steps 1 to 12 not listed", "[done] 13. Step 13", "[done] 14. Step 14",
+                         "[done] 15. Step 15", "[current] 16. Step 16", "[pending] 17. Step 17",
+                         "[pending] 18. Step 18", "[pending] 19. Step 19", "[...] steps 20 to 60 not listed"]
+    assert cards(s.log)[0].kvps["Done"] == "15 of 60 steps"
+
+
+def test_a_large_plan_is_drawn_as_mermaid_without_waiting_for_graphviz(monkeypatch, tmp_path):
+    from scenario import use_library
+    use_library(monkeypatch, tmp_path, {"chain": chain(render_graph.DOT_MAX_NODES)})
+
+    def no_graphviz(*args, **kwargs):
+        raise AssertionError("Graphviz was called for a plan over DOT_MAX_NODES nodes")
+
+    monkeypatch.setattr(render_graph.subprocess, "run", no_graphviz)
+    s = Session()
+    s.user("run the chain")
+    play(s, [cmd("ls", "out")] * (render_graph.DOT_MAX_NODES + 1))
+    picture = Path(s.agent._htn_last_run["picture"])
+    assert s.agent._htn_last_run["status"] == "completed" and picture.suffix == ".mmd"
+    assert f't{render_graph.DOT_MAX_NODES}["Step {render_graph.DOT_MAX_NODES} x1"]' in picture.read_text()
