@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping
 
 from .lint import ERROR, Diagnostic, cross_plan_triggers, diag, lint_plan
 from .model import Plan, PlanError, compile_plan
-from .schema import find_schema, load_schema, validate_document
+from .schema import find_schema, load_schema, validate_plan, validate_top
 
 PLAN_DOC = "docs/plan-authoring.md"
 
@@ -45,13 +45,48 @@ class Library:
     meta: Mapping[str, Any] = field(default_factory=dict)
     diagnostics: tuple[Diagnostic, ...] = ()
     worst_case_turns: Mapping[str, int | None] = field(default_factory=dict)
+    timings: Mapping[str, float] = field(default_factory=dict)  # seconds each plan took to check
 
     def get(self, plan_id: str) -> Plan | None:
         return self.plans.get(plan_id)
 
 
-def check_document(data: Any, path: str = "<memory>", use_jsonschema: bool = False) -> Library:
-    """Schema, compile and lint every plan; plans with an error are left out.  Never raises for a plan's fault.
+@dataclass(frozen=True)
+class Checked:
+    """One plan through schema, compile and lint."""
+
+    plan: Plan | None  # None: a schema or compile error
+    diagnostics: tuple[Diagnostic, ...]
+    worst_case_turns: int | None = None
+    seconds: float = 0.0
+
+    @property
+    def usable(self) -> bool:
+        return self.plan is not None and not any(d.severity == ERROR for d in self.diagnostics)
+
+
+def check_plan(plan_id: str, raw: Any, schema: dict[str, Any] | None, use_jsonschema: bool = False) -> Checked:
+    """Schema, compile and lint one plan.  Never raises for the plan's fault."""
+    started = time.perf_counter()
+    found = []
+    if schema is not None:
+        for p in validate_plan(plan_id, raw, schema, use_jsonschema):
+            rule = "pace_level" if p.path.endswith(".pace_level") else "schema"
+            found.append(diag(rule, p.plan, f"{p.path}: {p.message}", f"see the field in {PLAN_DOC}"))
+    if found:  # compiling would only repeat it
+        return Checked(None, tuple(found), None, time.perf_counter() - started)
+    try:
+        plan = compile_plan(plan_id, raw)
+    except PlanError as exc:
+        found.append(diag(exc.rule, plan_id, f"{exc.path}: {exc.problem}", exc.fix))
+        return Checked(None, tuple(found), None, time.perf_counter() - started)
+    report = lint_plan(plan)
+    return Checked(plan, tuple(report.diagnostics), report.worst_case_turns, time.perf_counter() - started)
+
+
+def document_problems(data: Any, path: str, schema: dict[str, Any] | None,
+                      use_jsonschema: bool = False) -> tuple[dict[str, Any], list[Diagnostic]]:
+    """The plans to check (the first GRAPH_ENGINE_MAX_PLANS) and the findings of the document's top level.
 
     Raises ValueError only when the document itself is unusable (not an object, no 'plans' object)."""
     if not isinstance(data, dict):
@@ -68,32 +103,39 @@ def check_document(data: Any, path: str = "<memory>", use_jsonschema: bool = Fal
                                         f"the first {limit} are loaded",
                                 fix="split the library, or raise GRAPH_ENGINE_MAX_PLANS"))
         raw_plans = dict(list(raw_plans.items())[:limit])
-        data = dict(data, plans=raw_plans)
+    if schema is not None:
+        for p in validate_top(data, schema, use_jsonschema):
+            found.append(diag("schema", "(library)", f"{p.path}: {p.message}", f"see the field in {PLAN_DOC}"))
+    return raw_plans, found
+
+
+def library_schema(path: str) -> dict[str, Any] | None:
     schema_file = find_schema(path if path != "<memory>" else "")
-    if schema_file is not None:
-        for p in validate_document(data, load_schema(schema_file), use_jsonschema):
-            rule = "pace_level" if p.path.endswith(".pace_level") else "schema"
-            found.append(diag(rule, p.plan or "(library)", f"{p.path}: {p.message}", f"see the field in {PLAN_DOC}"))
+    return load_schema(schema_file) if schema_file is not None else None
+
+
+def check_document(data: Any, path: str = "<memory>", use_jsonschema: bool = False) -> Library:
+    """Schema, compile and lint every plan; plans with an error are left out.  Never raises for a plan's fault.
+
+    Raises ValueError only when the document itself is unusable (not an object, no 'plans' object)."""
+    schema = library_schema(path)
+    raw_plans, found = document_problems(data, path, schema, use_jsonschema)
     compiled: dict[str, Plan] = {}
     reports: dict[str, int | None] = {}
+    timings: dict[str, float] = {}
     for plan_id, raw in raw_plans.items():
-        if any(d.plan == plan_id for d in found):
-            continue  # a schema error: compiling would only repeat it
-        try:
-            plan = compile_plan(plan_id, raw)
-        except PlanError as exc:
-            found.append(diag(exc.rule, plan_id, f"{exc.path}: {exc.problem}", exc.fix))
-            continue
-        report = lint_plan(plan)
-        found.extend(report.diagnostics)
-        reports[plan_id] = report.worst_case_turns
-        compiled[plan_id] = plan
+        checked = check_plan(plan_id, raw, schema, use_jsonschema)
+        found.extend(checked.diagnostics)
+        timings[plan_id] = checked.seconds
+        if checked.plan is not None:
+            compiled[plan_id] = checked.plan
+            reports[plan_id] = checked.worst_case_turns
     found.extend(cross_plan_triggers(compiled.values()))
     broken = {d.plan for d in found if d.severity == ERROR}
     plans = {pid: plan for pid, plan in compiled.items() if pid not in broken}
     meta = data.get("_meta") if isinstance(data.get("_meta"), dict) else {}
     return Library(path=path, plans=plans, problems=tuple(_problem_lines(path, found)), meta=meta,
-                   diagnostics=tuple(found), worst_case_turns=reports)
+                   diagnostics=tuple(found), worst_case_turns=reports, timings=timings)
 
 
 def _max_plans() -> int:
@@ -197,7 +239,7 @@ def with_dot_plans(data: Any, path: str, dots: list[str], use_jsonschema: bool =
     broken = {d.plan for d in located if d.severity == ERROR}
     kept = {pid: p for pid, p in lib.plans.items() if pid not in broken}
     return Library(path=path, plans=kept, problems=tuple(_problem_lines(path, located)), meta=lib.meta,
-                   diagnostics=tuple(located), worst_case_turns=lib.worst_case_turns)
+                   diagnostics=tuple(located), worst_case_turns=lib.worst_case_turns, timings=lib.timings)
 
 
 def _locate(d: Diagnostic, positions: dict[str, tuple[str, Any]]) -> Diagnostic:

@@ -53,6 +53,15 @@ def load_schema(path: str) -> dict[str, Any]:
 
 def validate_document(doc: Any, schema: dict[str, Any], use_jsonschema: bool = False) -> list[SchemaProblem]:
     """Problems of the document's top level and of every plan, in file order."""
+    problems = validate_top(doc, schema, use_jsonschema)
+    if isinstance(doc, dict) and isinstance(doc.get("plans"), dict):
+        for plan_id, raw in doc["plans"].items():
+            problems.extend(validate_plan(plan_id, raw, schema, use_jsonschema))
+    return problems
+
+
+def validate_top(doc: Any, schema: dict[str, Any], use_jsonschema: bool = False) -> list[SchemaProblem]:
+    """Problems of the document apart from its plans."""
     if not isinstance(doc, dict):
         return [SchemaProblem("", "$", f"the library must be a JSON object, got {_kind(doc)}")]
     top = {k: v for k, v in doc.items() if k != "plans"}
@@ -60,18 +69,20 @@ def validate_document(doc: Any, schema: dict[str, Any], use_jsonschema: bool = F
     top_schema["properties"] = {k: v for k, v in schema["properties"].items() if k != "plans"}
     top_schema["required"] = []
     problems = [SchemaProblem("", p, m) for p, m in _run(top, top_schema, schema, "", use_jsonschema)]
-    plans = doc.get("plans")
-    if not isinstance(plans, dict):
+    if not isinstance(doc.get("plans"), dict):
         problems.append(SchemaProblem("", "plans", "'plans' must be an object keyed by plan id"))
-        return problems
-    plan_schema = {"$defs": schema.get("$defs", {}), "$ref": "#/$defs/plan"}
+    return problems
+
+
+def validate_plan(plan_id: str, raw: Any, schema: dict[str, Any], use_jsonschema: bool = False) -> list[SchemaProblem]:
+    """Problems of one plan (each plan is validated on its own: one bad plan does not hide the others)."""
+    where = f"plans.{plan_id}"
     id_pattern = schema["properties"]["plans"].get("propertyNames", {}).get("pattern")
-    for plan_id, raw in plans.items():
-        where = f"plans.{plan_id}"
-        if id_pattern and not re.search(id_pattern, plan_id):
-            problems.append(SchemaProblem(plan_id, where, f"plan id {plan_id!r} does not match {id_pattern}"))
-        problems.extend(SchemaProblem(plan_id, p, m) for p, m in _run(raw, plan_schema, schema, where,
-                                                                       use_jsonschema))
+    problems = []
+    if id_pattern and not re.search(id_pattern, plan_id):
+        problems.append(SchemaProblem(plan_id, where, f"plan id {plan_id!r} does not match {id_pattern}"))
+    plan_schema = {"$defs": schema.get("$defs", {}), "$ref": "#/$defs/plan"}
+    problems.extend(SchemaProblem(plan_id, p, m) for p, m in _run(raw, plan_schema, schema, where, use_jsonschema))
     return problems
 
 
