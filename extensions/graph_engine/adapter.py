@@ -102,7 +102,7 @@ def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
     if rt.library.recovered:  # good again after a fault: say so, and forget what was said, so that a fault
         rt.library.recovered = False  # that comes back is reported again
         rt.logged_once.clear()
-        count = len(library.plans) if library is not None else 0
+        count = len(library) if library is not None else 0
         _log(agent, "info", f"[HTN] The plan library {rt.library.path} loads again ({count} plan"
                             f"{'' if count == 1 else 's'})")
     for line in problems:
@@ -130,7 +130,7 @@ def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
     state = _usable_state(rt, agent, raw_state, obs, source)
     if state is not None and restored:
         state = _resume(rt, agent, state)
-    plans = library.plans.values() if library is not None else ()
+    plans = library if library is not None else ()  # a catalogue: matched through its trigger index
     new_state, fx = engine.step(plans, rt.lookup, state, obs)
     _apply(rt, agent, loop_data, new_state, fx)
     if hook == engine.PROMPTS_AFTER:

@@ -7,11 +7,12 @@ started with stay reachable by version after the file changes.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from .lint import ERROR, Diagnostic, cross_plan_triggers, diag, lint_plan
 from .model import Plan, PlanError, compile_plan
@@ -173,8 +174,8 @@ def build_library(data: Any, path: str = "<memory>") -> Library:
     return check_document(data, path)
 
 
-def load_library_file(path: str) -> Library:
-    """Read and compile one library file.  Raises ValueError with a readable message on failure."""
+def read_library(path: str) -> bytes:
+    """The library file's bytes.  Raises ValueError with a readable message when it cannot be used."""
     try:
         size = os.path.getsize(path)
         if size > MAX_LIBRARY_BYTES:
@@ -186,6 +187,12 @@ def load_library_file(path: str) -> Library:
                          "check the file exists and is readable") from None
     if not blob.strip():
         raise ValueError(f"{path}: the file is empty; write a JSON object with a 'plans' object")
+    return blob
+
+
+def load_library_file(path: str) -> Library:
+    """Read and check one library file whole.  Raises ValueError with a readable message on failure."""
+    blob = read_library(path)
     try:
         data = parse_json(blob)
     except (ValueError, UnicodeDecodeError):
@@ -282,27 +289,31 @@ def _dot_stamp(path: str) -> tuple:
 
 
 class LibraryCache:
-    """Re-reads the library when its file changes; keeps the last good copy and old plan versions."""
+    """Re-reads the library when its file changes; keeps the last good copy and old plan versions.
 
-    def __init__(self, path: str, loader: Callable[[str], Library] = load_library_file,
-                 recheck_seconds: float = 1.0) -> None:
+    ``current`` is a ``catalogue.Catalogue``: a large library is matched from its trigger index at once and
+    checked plan by plan (``background``: the plans no message needed yet are checked by a thread)."""
+
+    def __init__(self, path: str, recheck_seconds: float = 1.0, eager_plans: int | None = None,
+                 background: bool = True) -> None:
         self.path = path
-        self._loader = loader
         self.recheck_seconds = recheck_seconds
+        self.eager_plans = eager_plans
+        self.background = background
         self._checked_at = -1e18
         self._stamp: tuple | None = None
-        self.current: Library | None = None
+        self.current: Any = None
         self._versions: dict[tuple[str, str], Plan] = {}
         self.failing = False  # the last look at the file found it unreadable or broken
         self.recovered = False  # ... and the one after that loaded it: the caller says so once and resets it
 
-    def refresh(self) -> tuple[Library | None, list[str]]:
+    def refresh(self) -> tuple[Any, list[str]]:
         """Return the library to use and the problem lines that are new since the last call.
 
         The file's timestamp is looked at no more than once per ``recheck_seconds``."""
         now = time.monotonic()
         if self.current is not None and now - self._checked_at < self.recheck_seconds:
-            return self.current, []
+            return self.current, self.current.take_problems()
         self._checked_at = now
         try:
             st = os.stat(self.path)
@@ -317,25 +328,47 @@ class LibraryCache:
                 return self.current, [f"{self.path}: cannot read the plan library ({reason}); {keep}"]
             return self.current, []
         if stamp == self._stamp:
-            return self.current, []
+            return self.current, self.current.take_problems() if self.current is not None else []
         self._stamp = stamp
         try:
-            lib = self._loader(self.path)
+            cat = self._load()
         except ValueError as exc:
             self.failing = True
             keep = "keeping the last good library" if self.current else "no plans are active until it is fixed"
             return self.current, [f"{exc}; {keep}"]
         self.recovered, self.failing = self.failing, False
-        self.current = lib
-        self._remember(lib)
-        return lib, list(lib.problems)
+        if self.current is not None and cat is not self.current:
+            self._remember(p.plan for p in self.current.checked.values() if p.plan is not None)
+        self._remember(cat.replaced)
+        cat.replaced = []
+        self.current = cat
+        if self.background:
+            cat.start()
+        return cat, cat.take_problems()
+
+    def _load(self) -> Any:
+        from .catalogue import Catalogue, NotJson, load
+
+        if _dot_stamp(self.path):  # DOT plans beside it: checked whole, with their positions
+            return Catalogue.checked_whole(load_library_file(self.path))
+        blob = read_library(self.path)
+        collecting = gc.isenabled()
+        gc.disable()  # parsing makes a million objects and no cycle: collecting during it doubles its time
+        try:
+            text = blob.decode("utf-8")
+            return load(self.path, text, self.current, self.eager_plans)
+        except (NotJson, UnicodeDecodeError):
+            raise ValueError(f"{self.path}: not valid JSON ({_json_error(blob)}); fix the syntax") from None
+        finally:
+            if collecting:
+                gc.enable()
 
     def plan_version(self, plan_id: str, version: str) -> Plan | None:
         """A plan as it was when a run started, if this process has seen that version."""
         return self._versions.get((plan_id, version))
 
-    def _remember(self, lib: Library) -> None:
-        for plan in lib.plans.values():
+    def _remember(self, plans: Any) -> None:
+        for plan in plans:
             self._versions[(plan.id, plan.version)] = plan
         while len(self._versions) > KEPT_VERSIONS:
             self._versions.pop(next(iter(self._versions)))

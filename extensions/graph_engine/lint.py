@@ -458,9 +458,10 @@ def cross_plan_triggers(plans: Iterable[Plan]) -> list[Diagnostic]:
     for plan in plans:
         for t in plan.all_triggers:
             owners.setdefault(t, []).append(plan.id)
-    found = []
-    for trig, ids in owners.items():
-        if len(ids) > 1:
-            found.append(diag("duplicate_trigger", ids[-1], f"trigger '{trig}' is listed by {', '.join(ids)}",
-                              "keep the phrase in the one plan it means"))
-    return found
+    return [shared_trigger(trig, ids) for trig, ids in owners.items() if len(ids) > 1]
+
+
+def shared_trigger(phrase: str, ids: list[str]) -> Diagnostic:
+    """The finding on a trigger phrase that several plans list (or one plan twice), on the last of them."""
+    return diag("duplicate_trigger", ids[-1], f"trigger '{phrase}' is listed by {', '.join(ids)}",
+                "keep the phrase in the one plan it means")

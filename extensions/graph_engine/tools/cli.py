@@ -24,6 +24,7 @@ from .inputs import (FINDING, CliError, answers_arg, expect_arg, json_arg, json_
                      outcomes_arg, pick_plan, read_text, run_log, status_of, transcript_arg)
 
 FORMATS = ("dot", "mermaid", "svg", "png")
+SLOWEST = 5  # validate names the plans that took longest to check
 
 
 # ── validate ────────────────────────────────────────────────────────────────
@@ -34,10 +35,17 @@ def validate_files(paths: Sequence[str]) -> list[Diagnostic]:
 
 
 def _findings(paths: Sequence[str], err: TextIO | None = None) -> tuple[list[Diagnostic], int]:
-    """Every finding of every readable file (its .dot plans beside it included), plus one info line per plan
-    with its worst-case turns; files that cannot be read are said on ``err`` and counted."""
+    """Every finding of every readable file (its .dot plans beside it included); files that cannot be read are
+    said on ``err`` and counted."""
+    per_file, unreadable = _per_file(paths, err)
+    return [d for found in per_file.values() for d in found], unreadable
+
+
+def _per_file(paths: Sequence[str], err: TextIO | None = None) -> tuple[dict[str, list[Diagnostic]], int]:
+    """Each readable file's findings, then one info line per plan with its worst-case turns, then the five
+    plans that took longest to check (a large library's slow plans are named)."""
     use_js = jsonschema_available()
-    found: list[Diagnostic] = []
+    per_file: dict[str, list[Diagnostic]] = {}
     unreadable = 0
     for path in paths:
         try:
@@ -47,30 +55,34 @@ def _findings(paths: Sequence[str], err: TextIO | None = None) -> tuple[list[Dia
             if err is not None:
                 err.write(f"graph-engine validate: {exc}\n")
             continue
-        found.extend(lib.diagnostics)
+        found = list(lib.diagnostics)
         for plan_id, turns in lib.worst_case_turns.items():
             if plan_id in lib.plans:
                 found.append(Diagnostic(rule="worst_case_turns", severity="info", plan=plan_id, node=None, edge=None,
                                         message=f"every run ends within {turns} turns", fix=""))
-    return found, unreadable
+        slowest = sorted(lib.timings.items(), key=lambda kv: -kv[1])[:SLOWEST]
+        for plan_id, seconds in slowest:
+            found.append(Diagnostic(rule="check_time", severity="info", plan=plan_id, node=None, edge=None,
+                                    message=f"checked in {seconds * 1000:.1f} ms (one of the {len(slowest)} slowest "
+                                            f"of {len(lib.timings)} plans)", fix=""))
+        per_file[path] = found
+    return per_file, unreadable
 
 
 def validate(paths: Sequence[str], as_json: bool, out: TextIO, err: TextIO) -> int:
-    found, unreadable = _findings(paths, err)
+    per_file, unreadable = _per_file(paths, err)
+    found = [d for findings in per_file.values() for d in findings]
     errors = [d for d in found if d.severity == "error"]
     if as_json:
         out.write(json.dumps([d.to_json() for d in found], indent=2) + "\n")
     elif unreadable < len(paths):
         checker = "jsonschema" if jsonschema_available() else "the built-in validator (jsonschema is not installed)"
         out.write(f"schema checked with {checker}\n")
-        for path in paths:
-            findings, bad = _findings([path])
-            if bad:
-                continue
+        for path, findings in per_file.items():
             out.write(f"{path}\n")
             for d in findings:
-                out.write(f"  ok      plan '{d.plan}': {d.message}\n" if d.rule == "worst_case_turns" else
-                          f"  {d.text()}\n")
+                label = {"worst_case_turns": "ok     ", "check_time": "time   "}.get(d.rule)
+                out.write(f"  {label} plan '{d.plan}': {d.message}\n" if label else f"  {d.text()}\n")
         warnings = sum(1 for d in found if d.severity == "warning")
         out.write(f"{len(errors)} error(s), {warnings} warning(s) in {len(paths) - unreadable} file(s)"
                   + (f"; {unreadable} file(s) could not be read" if unreadable else "") + "\n")

@@ -1,0 +1,404 @@
+"""The plan library as the running engine uses it: able to match a message as soon as the file is read.
+
+A small library (up to ``EAGER_PLANS`` plans, or one with DOT plans beside it) is checked whole when it is
+loaded, as ``library.load_library_file`` does.  A large one is loaded lazily:
+
+* loading reads the file and files every plan's trigger phrases in a ``TriggerIndex`` (tens of milliseconds
+  for 1,000 plans); no plan is compiled yet;
+* a plan is checked (schema, compile, lint: ``library.check_plan``) the first time a message matches it, and
+  a background thread checks the others in file order, so every finding is reported soon after the load and
+  a pass never waits for more than the plans it needs;
+* a reload after an edit re-reads the file and compares its text with the previous text: when the change
+  lies inside one plan's value, only that value is parsed again and only that plan is checked again;
+  otherwise the whole file is parsed and only the plans whose content changed are checked again.
+
+When everything is checked, the plans, findings and matches are those of a full load (the tests compare).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import replace
+from typing import Any, Mapping, Sequence
+
+from .library import Checked, Library, _problem_lines, check_document, check_plan, document_problems, library_schema
+from .lint import ERROR, Diagnostic, cross_plan_triggers, shared_trigger
+from .matching import Indexed, Match, TriggerIndex, allowed, rank, score_plan
+from .model import DEFAULT_THRESHOLD, Plan
+
+EAGER_PLANS = 32  # up to this many plans a library is checked whole at load (10 plans: about 20 ms)
+CHUNK = 1 << 16
+
+_DECODER = json.JSONDecoder()
+_SCAN = _DECODER.scan_once
+_STRING = json.decoder.scanstring
+_WS = " \t\n\r"
+
+
+class Head:
+    """What matching reads of a plan not checked yet, taken from its JSON as compiling would take it."""
+
+    __slots__ = ("id", "triggers", "strong_triggers", "domains", "trigger_threshold")
+
+    def __init__(self, plan_id: str, triggers: tuple[str, ...], strong: tuple[str, ...], domains: tuple[str, ...],
+                 threshold: int) -> None:
+        self.id, self.triggers, self.strong_triggers = plan_id, triggers, strong
+        self.domains, self.trigger_threshold = domains, threshold
+
+    @classmethod
+    def of(cls, plan_id: str, raw: Any) -> Head | None:
+        """None when the fields matching reads are not of their types (the check will disable the plan)."""
+        if type(raw) is not dict:
+            return None
+        weak, strong, domains = (raw.get(key, []) for key in ("triggers", "strong_triggers", "domains"))
+        threshold = raw.get("trigger_threshold", DEFAULT_THRESHOLD)
+        if type(weak) is not list or type(strong) is not list or type(domains) is not list or \
+                type(threshold) is not int:
+            return None
+        try:  # every item text (join refuses anything else, at C speed)
+            "".join(weak), "".join(strong), "".join(domains)
+        except TypeError:
+            return None
+        return cls(plan_id, tuple(t.lower().strip() for t in weak), tuple(t.lower().strip() for t in strong),
+                   tuple(domains), threshold)
+
+
+class Catalogue(Indexed):
+    """The library's plans for matching and lookup; ``get`` compiles a plan on first use."""
+
+    def __init__(self, path: str, meta: Mapping[str, Any], raws: dict[str, Any], top: list[Diagnostic],
+                 schema: dict[str, Any] | None, text: str = "", spans: dict[str, tuple[int, int]] | None = None) -> None:
+        self.path, self.meta, self.schema = path, meta, schema
+        self.raws = raws  # plan id -> its JSON, in file order
+        self.top = top  # findings of the document's top level
+        self.text, self.spans = text, spans or {}  # the file's text and each plan's value in it (lazy only)
+        self.checked: dict[str, Checked] = {}
+        self.heads: dict[str, Any] = {}  # plan id -> what matching reads (the compiled plan once checked)
+        self.index = TriggerIndex()
+        self._owners: dict[str, list[str]] = {}  # after settling: trigger phrase -> plans listing it, file order
+        self._phrases: dict[str, tuple[str, ...]] = {}  # ... and plan id -> its phrases
+        self._order: dict[str, int] = {}
+        self.settled = False
+        self.reparsed = 0  # plan values parsed again by the last incremental reload (0: the whole file)
+        self.replaced: list[Plan] = []  # compiled plans an edit replaced (runs started on them keep them)
+        self._lock = threading.RLock()
+        self._new: list[str] = _problem_lines(path, top)  # problem lines not handed out yet
+        self._cancelled = False
+        self._whole: Library | None = None  # the full load, when the library was checked whole
+        for pid, raw in raws.items():
+            self._file(pid, Head.of(pid, raw))
+
+    # ── building ────────────────────────────────────────────────────────────
+
+    @classmethod
+    def checked_whole(cls, lib: Library) -> Catalogue:
+        """A library already checked whole (small, or with DOT plans)."""
+        cat = cls(lib.path, lib.meta, {}, [], None)
+        cat.checked = {pid: Checked(p, (), lib.worst_case_turns.get(pid)) for pid, p in lib.plans.items()}
+        for pid, plan in lib.plans.items():
+            cat._file(pid, plan)
+        cat._whole = lib
+        cat._new = list(lib.problems)
+        cat.settled = True
+        return cat
+
+    def _file(self, pid: str, head: Any) -> None:
+        if head is None:
+            self.heads.pop(pid, None)
+            self.index.remove(pid)
+            return
+        self.heads[pid] = head
+        self.index.add(pid, head.triggers + head.strong_triggers)
+
+    # ── use ─────────────────────────────────────────────────────────────────
+
+    def get(self, plan_id: str) -> Plan | None:
+        """The plan, checked now if it was not yet; None when it is not in the library or has an error."""
+        done = self.checked.get(plan_id)
+        if done is None:
+            if plan_id not in self.raws:
+                return None
+            done = self._check(plan_id)
+        return done.plan if done.usable else None
+
+    def best(self, text: str, domain: str | None, allowed_plans: Sequence[str] | None) -> Match | None:
+        heads = self.heads
+        found = [m for pid in self.index.candidates(text)
+                 if allowed(pid, allowed_plans) and (m := score_plan(heads[pid], text, domain))]
+        for m in sorted(found, key=rank):
+            plan = self.get(m.plan.id)  # a plan with an error is skipped, as a full load leaves it out
+            if plan is not None:
+                return m if m.plan is plan else replace(m, plan=plan)
+        return None
+
+    def __len__(self) -> int:
+        """Plans that may be used (those checked and found broken are not counted)."""
+        return sum(1 for pid in self.raws or self.checked if pid not in self.checked or self.checked[pid].usable)
+
+    def take_problems(self) -> list[str]:
+        """Problem lines found since the last call (the load's, a check's, the background thread's)."""
+        if not self._new:
+            return []
+        with self._lock:
+            lines, self._new = self._new, []
+        return lines
+
+    # ── checking ────────────────────────────────────────────────────────────
+
+    def _check(self, pid: str) -> Checked:
+        with self._lock:
+            done = self.checked.get(pid)
+            if done is not None:
+                return done
+            done = check_plan(pid, self.raws[pid], self.schema)
+            self.checked[pid] = done
+            self._file(pid, done.plan if done.usable else None)
+            self._new.extend(_problem_lines(self.path, list(done.diagnostics)))
+            if self.settled:  # an edit after everything was checked: the phrases it shares with other plans
+                self._shared(pid, done.plan)
+            return done
+
+    def settle(self) -> None:
+        """Check every plan not checked yet, then the findings across plans."""
+        for pid in list(self.raws):
+            if self._cancelled:
+                return
+            if pid not in self.checked:
+                self._check(pid)
+        with self._lock:
+            if not self.settled and not self._cancelled:
+                self.settled = True
+                compiled = self._compiled()
+                self._new.extend(_problem_lines(self.path, cross_plan_triggers(compiled)))
+                self._order = {p: i for i, p in enumerate(self.raws)}  # an edit in place keeps the plan ids
+                for plan in compiled:
+                    self._phrases[plan.id] = plan.all_triggers
+                    for phrase in plan.all_triggers:
+                        self._owners.setdefault(phrase, []).append(plan.id)
+
+    def _compiled(self) -> list[Plan]:
+        """The plans that compiled (lint errors or not), in file order: what the cross-plan check reads."""
+        return [c.plan for pid in self.raws if (c := self.checked.get(pid)) is not None and c.plan is not None]
+
+    def _shared(self, pid: str, plan: Plan | None) -> None:
+        """Refile an edited plan's trigger phrases and report those another plan lists too."""
+        old = self._phrases.pop(pid, ())
+        for phrase in old:
+            ids = self._owners.get(phrase)
+            if ids and pid in ids:
+                ids.remove(pid)
+        new = plan.all_triggers if plan is not None else ()
+        for phrase in new:
+            ids = self._owners.setdefault(phrase, [])
+            ids.append(pid)
+            ids.sort(key=self._order.__getitem__)
+        if new:
+            self._phrases[pid] = new
+        found = [shared_trigger(phrase, ids) for phrase in dict.fromkeys((*old, *new))
+                 if len(ids := self._owners.get(phrase, ())) > 1]
+        self._new.extend(_problem_lines(self.path, found))
+
+    def start(self) -> None:
+        """Check the rest in a background thread (a daemon: it never holds Agent-Zero's exit)."""
+        if not self.settled:
+            threading.Thread(target=self.settle, name="graph-engine-library", daemon=True).start()
+
+    def cancel(self) -> None:
+        self._cancelled = True
+
+    def library(self) -> Library:
+        """Everything checked, as a full load reports it (checks what is left first)."""
+        if self._whole is not None:
+            return self._whole
+        self.settle()
+        with self._lock:
+            found = list(self.top)
+            for pid in self.raws:
+                found.extend(self.checked[pid].diagnostics)
+            found.extend(cross_plan_triggers(self._compiled()))
+            broken = {d.plan for d in found if d.severity == ERROR}
+            plans = {pid: c.plan for pid, c in self.checked.items() if c.plan is not None and pid not in broken}
+            plans = {pid: plans[pid] for pid in self.raws if pid in plans}
+            return Library(path=self.path, plans=plans, problems=tuple(_problem_lines(self.path, found)),
+                           meta=self.meta, diagnostics=tuple(found),
+                           worst_case_turns={pid: c.worst_case_turns for pid, c in self.checked.items()
+                                             if c.plan is not None},
+                           timings={pid: c.seconds for pid, c in self.checked.items()})
+
+    # ── an edit ─────────────────────────────────────────────────────────────
+
+    def edited(self, text: str) -> bool:
+        """Take the file's new text when it differs from the last only inside one plan's value: that value is
+        parsed again and the plan is checked again.  False: the caller loads the file whole."""
+        if not self.spans or text == self.text:
+            return bool(self.spans)
+        old = self.text
+        start = common_prefix(old, text)
+        tail = common_suffix(old, text, start)
+        pid = next((p for p, (a, b) in self.spans.items() if a <= start and len(old) - tail <= b), None)
+        if pid is None:
+            return False
+        a, b = self.spans[pid]
+        delta = len(text) - len(old)
+        try:
+            value, end = _SCAN(text, a)
+        except (StopIteration, ValueError):
+            return False
+        if end != b + delta:
+            return False
+        with self._lock:
+            self.text = text
+            self.raws[pid] = value
+            for other, (x, y) in self.spans.items():
+                if x > a:
+                    self.spans[other] = (x + delta, y + delta)
+            self.spans[pid] = (a, end)
+            old_check = self.checked.pop(pid, None)
+            if old_check is not None and old_check.plan is not None:
+                self.replaced.append(old_check.plan)
+            self._file(pid, Head.of(pid, value))
+            self._check(pid)
+            self.reparsed = 1
+        return True
+
+    def reuse(self, previous: Catalogue) -> None:
+        """After a whole load: keep the checks of the plans whose content did not change."""
+        with previous._lock:
+            kept = {pid: c for pid, c in previous.checked.items()
+                    if pid in self.raws and previous.raws.get(pid) == self.raws[pid]}
+        with self._lock:
+            for pid, done in kept.items():
+                self.checked[pid] = done
+                self._file(pid, done.plan if done.usable else None)
+
+
+# ── reading the file ────────────────────────────────────────────────────────
+
+
+class NotJson(ValueError):
+    """The library's text is not one JSON value."""
+
+
+def load(path: str, text: str, previous: Catalogue | None = None, eager_plans: int | None = None) -> Catalogue:
+    """The catalogue of a library file's text (``previous``: the catalogue of its last text, whose checks are
+    kept for what did not change).  Raises NotJson, or ValueError when the document is unusable."""
+    if previous is not None and previous.edited(text):
+        return previous
+    try:
+        data, spans = scan_document(text)
+    except ValueError as exc:
+        raise NotJson(str(exc)) from None
+    schema = library_schema(path)
+    raws, top = document_problems(data, path, schema)
+    if previous is not None:
+        previous.cancel()
+    if len(raws) <= (EAGER_PLANS if eager_plans is None else eager_plans):
+        return Catalogue.checked_whole(check_document(data, path))
+    meta = data.get("_meta") if isinstance(data.get("_meta"), dict) else {}
+    cat = Catalogue(path, meta, dict(raws), top, schema, text, {pid: spans[pid] for pid in raws if pid in spans})
+    if previous is not None and previous.raws:
+        cat.reuse(previous)
+    return cat
+
+
+def scan_document(text: str) -> tuple[dict[str, Any], dict[str, tuple[int, int]]]:
+    """``json.loads`` of a library's text, and where each plan's value lies in it (the values are parsed by
+    the json module's own scanner).  Raises ValueError on text that is not one JSON value."""
+    spans: dict[str, tuple[int, int]] = {}
+    i = _skip(text, 0)
+    if text[i:i + 1] != "{":
+        return json.loads(text), spans
+    data: dict[str, Any] = {}
+    seen_plans = [0]
+
+    def plan(pid: str, at: int) -> int:
+        value, end = _value(text, at)
+        data["plans"][pid] = value
+        spans[pid] = (at, end)
+        return end
+
+    def member(key: str, at: int) -> int:
+        if key == "plans" and text[at:at + 1] == "{":
+            seen_plans[0] += 1
+            data["plans"] = {}
+            return _walk(text, at, plan)
+        data[key], end = _value(text, at)
+        return end
+
+    end = _walk(text, i, member)
+    if _skip(text, end) != len(text):
+        raise ValueError(f"extra data at {end}")
+    if seen_plans[0] > 1:  # "plans" twice: the last one counts, and no edit is taken in place
+        spans.clear()
+    return data, spans
+
+
+def _walk(text: str, i: int, member: Any) -> int:
+    """Read the object at ``i``: ``member(key, start)`` reads each value and returns where it ends; returns
+    where the object ends."""
+    i = _skip(text, i + 1)
+    if text[i:i + 1] == "}":
+        return i + 1
+    while True:
+        if text[i:i + 1] != '"':
+            raise ValueError(f"expected a key at {i}")
+        key, i = _STRING(text, i + 1)
+        i = _skip(text, i)
+        if text[i:i + 1] != ":":
+            raise ValueError(f"expected ':' at {i}")
+        i = _skip(text, member(key, _skip(text, i + 1)))
+        if text[i:i + 1] == ",":
+            i = _skip(text, i + 1)
+        elif text[i:i + 1] == "}":
+            return i + 1
+        else:
+            raise ValueError(f"expected ',' or '}}' at {i}")
+
+
+def _value(text: str, i: int) -> tuple[Any, int]:
+    try:
+        return _SCAN(text, i)
+    except StopIteration:
+        raise ValueError(f"expected a value at {i}") from None
+
+
+def _skip(text: str, i: int) -> int:
+    n = len(text)
+    while i < n and text[i] in _WS:
+        i += 1
+    return i
+
+
+def common_prefix(a: str, b: str) -> int:
+    """Length of the longest common prefix (whole chunks compared in C, then halving)."""
+    n = min(len(a), len(b))
+    lo = 0
+    while lo + CHUNK <= n and a[lo:lo + CHUNK] == b[lo:lo + CHUNK]:
+        lo += CHUNK
+    hi = min(lo + CHUNK, n)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def common_suffix(a: str, b: str, prefix: int) -> int:
+    """Length of the longest common suffix that does not overlap the common prefix."""
+    n = min(len(a), len(b)) - prefix
+    la, lb = len(a), len(b)
+    lo = 0
+    while lo + CHUNK <= n and a[la - lo - CHUNK:la - lo] == b[lb - lo - CHUNK:lb - lo]:
+        lo += CHUNK
+    hi = min(lo + CHUNK, n)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[la - mid:la - lo] == b[lb - mid:lb - lo]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

@@ -1,0 +1,275 @@
+"""A large library, loaded lazily and reloaded incrementally, gives the plans, findings and matches of a full
+load; matching through the trigger index gives what a scan of every plan gives."""
+
+import json
+import os
+import re
+import time
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scenario import TRIGGER_CASES
+
+from graph_engine import adapter, catalogue, matching
+from graph_engine.catalogue import Catalogue, common_prefix, common_suffix, scan_document
+from graph_engine.library import LibraryCache, check_document, load_library_file
+from graph_engine.matching import TriggerIndex, best_match, normalise, request_text, score_plan
+from graph_engine.tools.standin import LIBRARY, Session, cmd
+
+SHIPPED = json.loads(LIBRARY.read_text())
+
+
+def big_document(copies: int = 10, broken: bool = True) -> dict:
+    """Copies of the shipped plans with distinct ids and triggers; with ``broken``: a plan with a schema error,
+    one with a lint error, one that shares a trigger with another."""
+    plans = {}
+    for i in range(copies):
+        for pid, plan in SHIPPED["plans"].items():
+            copy = json.loads(json.dumps(plan))
+            copy["triggers"] = [f"{t} {i}" for t in copy["triggers"]]
+            copy["strong_triggers"] = [f"{t} {i}" for t in copy.get("strong_triggers", [])]
+            plans[f"{pid}_{i}"] = copy
+    if broken and copies >= 5:
+        plans["bugfix_workflow_1"]["trigger_threshold"] = "two"  # schema
+        del plans["git_merge_pr_2"]["graph"]["edges"][-1]  # lint or compile
+        plans["codegen_module_3"]["triggers"].append(plans["codegen_module_4"]["triggers"][0])  # shared phrase
+    return {"_meta": {"version": "2.0"}, "plans": plans}
+
+
+def write(path, doc, indent=2) -> str:
+    text = json.dumps(doc, indent=indent)
+    path.write_text(text)
+    bump(path)
+    return text
+
+
+def bump(path):
+    st_ = path.stat()
+    os.utime(path, ns=(st_.st_mtime_ns + 10**9, st_.st_mtime_ns + 10**9))
+
+
+def lazy(path) -> LibraryCache:
+    return LibraryCache(str(path), recheck_seconds=0, eager_plans=5, background=False)
+
+
+def same_library(got, want) -> None:
+    assert list(got.plans) == list(want.plans)
+    assert [p.version for p in got.plans.values()] == [p.version for p in want.plans.values()]
+    assert got.diagnostics == want.diagnostics and got.problems == want.problems
+    assert dict(got.worst_case_turns) == dict(want.worst_case_turns)
+
+
+MESSAGES = [c["message"] for c in TRIGGER_CASES] + [f"{c['message']} {i}" for c in TRIGGER_CASES for i in (1, 4, 7)]
+
+
+def test_a_lazy_load_matches_and_reports_as_a_full_load(tmp_path):
+    path = tmp_path / "htn_plan_library.json"
+    doc = big_document()
+    write(path, doc)
+    cache = lazy(path)
+    cat, problems = cache.refresh()
+    assert isinstance(cat, Catalogue) and cat.checked == {} and problems == []  # nothing checked yet
+    full = check_document(json.loads(path.read_text()), str(path))
+    for message in MESSAGES:  # matching checks only the plans it needs, and skips the broken ones
+        for domain in ("", "bugfix", "git_ops", None):
+            got, want = best_match(cat, message, domain, None), best_match(full.plans.values(), message, domain, None)
+            assert (got and (got.plan.id, got.score, got.hits, got.first)) == \
+                (want and (want.plan.id, want.score, want.hits, want.first)), (message, domain)
+    assert 0 < len(cat.checked) < len(doc["plans"])
+    same_library(cat.library(), full)
+    assert set(cat.take_problems() + problems) == set(full.problems)  # every finding was reported, once
+
+
+def test_the_background_thread_reports_every_finding(tmp_path):
+    path = tmp_path / "htn_plan_library.json"
+    write(path, big_document())
+    cache = LibraryCache(str(path), recheck_seconds=3600, eager_plans=5)
+    cat, said = cache.refresh()
+    deadline = time.monotonic() + 60
+    while not cat.settled and time.monotonic() < deadline:
+        time.sleep(0.02)
+    said += cache.refresh()[1]  # the lines found since: handed out on the next pass
+    assert cat.settled and sorted(said) == sorted(load_library_file(str(path)).problems)
+    assert cache.refresh()[1] == []
+
+
+def test_an_edit_inside_one_plan_is_read_and_checked_alone(tmp_path):
+    path = tmp_path / "htn_plan_library.json"
+    doc = big_document()
+    text = write(path, doc)
+    cache = lazy(path)
+    cat, _ = cache.refresh()
+    cat.settle()
+    before = dict(cat.checked)
+    old_plan = cat.get("bugfix_workflow_5")
+    at = [m.start() for m in re.finditer('"name": "Bug Fix Workflow"', text)][5]  # the 6th copy's name
+    edited = text[:at] + text[at:].replace('"Bug Fix Workflow"', '"Bug Fix Workflow, edited"', 1)
+    path.write_text(edited)
+    bump(path)
+    again, problems = cache.refresh()
+    assert again is cat and cat.reparsed == 1
+    changed = [pid for pid in before if cat.checked.get(pid) is not before[pid]]
+    assert changed == ["bugfix_workflow_5"] and cat.get("bugfix_workflow_5").name == "Bug Fix Workflow, edited"
+    assert cache.plan_version("bugfix_workflow_5", old_plan.version) is old_plan  # a run started on it keeps it
+    same_library(cat.library(), load_library_file(str(path)))
+
+
+def test_an_edit_that_breaks_a_plan_or_shares_a_phrase_is_reported(tmp_path):
+    path = tmp_path / "htn_plan_library.json"
+    doc = big_document(broken=False)
+    write(path, doc)
+    cache = lazy(path)
+    cat, _ = cache.refresh()
+    cat.settle()
+    cat.take_problems()
+    for pid in ("docker_build_deploy_2", "git_feature_branch_3"):  # one edit at a time
+        if pid == "docker_build_deploy_2":
+            doc["plans"][pid]["triggers"].append(doc["plans"]["api_integration_7"]["triggers"][0])
+        else:
+            doc["plans"][pid]["trigger_threshold"] = 0
+        text = json.dumps(doc, indent=2)
+        path.write_text(text)
+        bump(path)
+        cat, problems = cache.refresh()
+        assert cat.reparsed == 1
+        if pid == "docker_build_deploy_2":
+            assert any("'integrate with 7' is listed by docker_build_deploy_2, api_integration_7" in p for p in problems), problems
+        else:
+            assert any("plan 'git_feature_branch_3' is disabled" in p for p in problems), problems
+    same_library(cat.library(), load_library_file(str(path)))
+    assert cat.get("git_feature_branch_3") is None
+
+
+@pytest.mark.parametrize("edit", ["meta", "rename", "add", "remove", "two plans"])
+def test_other_edits_load_whole_and_check_only_what_changed(tmp_path, edit):
+    path = tmp_path / "htn_plan_library.json"
+    doc = big_document()
+    write(path, doc)
+    cache = lazy(path)
+    cat, _ = cache.refresh()
+    cat.settle()
+    if edit == "meta":
+        doc["_meta"]["version"] = "2.1"
+    elif edit == "rename":
+        doc["plans"]["renamed"] = doc["plans"].pop("api_integration_0")
+    elif edit == "add":
+        doc["plans"]["extra"] = json.loads(json.dumps(doc["plans"]["api_integration_0"]))
+    elif edit == "remove":
+        del doc["plans"]["api_integration_0"]
+    else:
+        doc["plans"]["api_integration_1"]["name"] = "A"
+        doc["plans"]["api_integration_8"]["name"] = "B"
+    write(path, doc)
+    new, _ = cache.refresh()
+    assert new is not cat and new.reparsed == 0
+    kept = [pid for pid, c in new.checked.items() if cat.checked.get(pid) is c]
+    unchanged = [pid for pid in doc["plans"] if pid in cat.raws and cat.raws[pid] == doc["plans"][pid]]
+    assert sorted(kept) == sorted(unchanged)
+    same_library(new.library(), load_library_file(str(path)))
+
+
+def test_a_small_library_or_one_with_dot_plans_is_checked_whole(tmp_path):
+    cache = LibraryCache(str(LIBRARY), recheck_seconds=0)
+    cat, problems = cache.refresh()
+    assert cat.settled and len(cat.checked) == 10 and problems == []
+    path = tmp_path / "htn_plan_library.json"
+    write(path, big_document(2))
+    (tmp_path / "smoke.dot").write_text('digraph smoke { graph [triggers="smoke it"]\n start [shape=Mdiamond]\n'
+                                        ' exit [shape=Msquare]\n start -> exit }\n')
+    cat, _ = LibraryCache(str(path), recheck_seconds=0, eager_plans=5).refresh()
+    assert cat.settled
+    same_library(cat.library(), load_library_file(str(path)))
+
+
+def test_a_run_starts_from_a_lazy_library_in_agent_zero(monkeypatch, tmp_path):
+    path = tmp_path / "htn_plan_library.json"
+    write(path, big_document())
+    monkeypatch.setenv("GRAPH_ENGINE_LIBRARY", str(path))
+    monkeypatch.setattr(catalogue, "EAGER_PLANS", 5)
+    monkeypatch.setattr(Catalogue, "start", lambda self: None)  # no background thread: only what is needed
+    s = Session()
+    s.user("Fix the bug 7 in /tmp/calc.py: it crashes with ZeroDivisionError")
+    s.run_pass(cmd("ls", "x"))
+    assert s.state["plan_id"] == "bugfix_workflow_7"
+    cat = next(iter(adapter._runtimes.values())).library.current
+    assert len(cat.checked) <= 3  # the plans the message matched, no more
+
+
+# ── the index gives what a scan gives ───────────────────────────────────────
+
+
+WORDS = ["fix", "the", "bug", "deploy", "c++", "e-mail", "über", "naïve", "x_y", "42", "pr", "it's", "go", "ß"]
+phrase = st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join)
+plan_spec = st.tuples(st.lists(phrase, max_size=4), st.lists(phrase, max_size=2),
+                      st.sampled_from([(), ("bugfix",), ("bugfix", "git_ops")]), st.integers(1, 3))
+message = st.lists(st.sampled_from(WORDS + ["and", "then", ",", ".", "?", "what is", "  ", "\t", "DEPLOY"]),
+                   max_size=12).map(" ".join)
+
+
+class Head:
+    def __init__(self, pid, spec):
+        weak, strong, self.domains, self.trigger_threshold = spec
+        self.id, self.triggers, self.strong_triggers = pid, tuple(weak), tuple(strong)
+
+
+def reference_hits(phrases, text):
+    """The regular expression every phrase used to be searched with."""
+    return tuple(t for t in phrases if t and re.search(
+        r"(?<![\w])" + r"\s+".join(re.escape(w) for w in t.split()) + r"(?![\w])", text))
+
+
+@given(specs=st.lists(plan_spec, min_size=1, max_size=8), text=message, domain=st.sampled_from(["", "bugfix", None]))
+def test_the_trigger_index_finds_every_plan_a_scan_finds(specs, text, domain):
+    heads = [Head(f"p{i}", spec) for i, spec in enumerate(specs)]
+    index = TriggerIndex()
+    for h in heads:
+        index.add(h.id, h.triggers + h.strong_triggers)
+    words = request_text(normalise(text))
+    scanned = [h.id for h in heads if score_plan(h, words, domain)]
+    assert set(scanned) <= index.candidates(words)
+    for h in heads:
+        assert matching.trigger_hits(h.triggers, words) == reference_hits(h.triggers, words)
+    for h in heads[:2]:  # removing a plan takes all of its phrases out
+        index.remove(h.id)
+        assert h.id not in index.candidates(words)
+
+
+@given(doc=st.dictionaries(st.sampled_from(["_meta", "plans", "x"]),
+                           st.one_of(st.integers(), st.text(max_size=5),
+                                     st.dictionaries(st.text(max_size=4), st.lists(st.integers(), max_size=2),
+                                                     max_size=4)), max_size=3),
+       indent=st.sampled_from([None, 0, 2, "\t"]))
+def test_the_scanner_reads_what_json_reads_and_where_each_plan_lies(doc, indent):
+    text = json.dumps(doc, indent=indent)
+    data, spans = scan_document(text)
+    assert data == json.loads(text)
+    for pid, (a, b) in spans.items():
+        assert json.loads(text[a:b]) == data["plans"][pid]
+
+
+@given(a=st.text(max_size=300), b=st.text(max_size=300))
+def test_common_prefix_and_suffix(a, b):
+    p = common_prefix(a, b)
+    assert a[:p] == b[:p] and (p == min(len(a), len(b)) or a[p] != b[p])
+    s = common_suffix(a, b, p)
+    assert p + s <= min(len(a), len(b)) and a[len(a) - s:] == b[len(b) - s:]
+    assert s == min(len(a), len(b)) - p or a[len(a) - s - 1] != b[len(b) - s - 1]
+
+
+def test_validate_reports_every_finding_and_the_five_slowest_plans(tmp_path, capsys):
+    from graph_engine.tools import cli
+
+    path = tmp_path / "htn_plan_library.json"
+    write(path, big_document())
+    assert cli.main(["validate", str(path)]) == 1  # the broken plans are errors
+    out = capsys.readouterr().out
+    full = load_library_file(str(path))
+    for d in full.diagnostics:
+        assert d.text() in out
+    times = [float(m) for m in re.findall(r"^  time    plan '[\w]+': checked in ([\d.]+) ms \(one of the 5 slowest of "
+                                          r"100 plans\)$", out, re.M)]
+    assert len(times) == 5 and times == sorted(times, reverse=True)
+    assert cli.main(["validate", str(path), "--json"]) == 1
+    slow = [d for d in json.loads(capsys.readouterr().out) if d["rule"] == "check_time"]
+    assert len(slow) == 5 and all(d["severity"] == "info" for d in slow)
