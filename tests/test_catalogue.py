@@ -273,3 +273,54 @@ def test_validate_reports_every_finding_and_the_five_slowest_plans(tmp_path, cap
     assert cli.main(["validate", str(path), "--json"]) == 1
     slow = [d for d in json.loads(capsys.readouterr().out) if d["rule"] == "check_time"]
     assert len(slow) == 5 and all(d["severity"] == "info" for d in slow)
+
+
+# ── a message that starts nothing ───────────────────────────────────────────
+
+
+@given(specs=st.lists(plan_spec, min_size=1, max_size=8), text=message)
+def test_may_start_says_no_only_when_no_plan_can_match(specs, text):
+    raws = {f"p{i}": {"triggers": list(weak), "strong_triggers": list(strong), "domains": list(domains),
+                      "trigger_threshold": threshold} for i, (weak, strong, domains, threshold) in enumerate(specs)}
+    cat = Catalogue("lib.json", {}, raws, [], None)
+    words = request_text(normalise(text))
+    can = any(score_plan(h, words, domain) for h in cat.heads.values() for domain in ("", "bugfix", "git_ops", None))
+    first = cat.may_start(text)
+    assert cat.may_start(text) == first  # the second hook's answer is the first's
+    if can:
+        assert first
+    if not first:  # a plan filed later may match the same message: it is asked again
+        cat._file("late", catalogue.Head("late", (words.split()[0],) if words else ("zzz",), (), (), 1))
+        assert cat.may_start(text) == bool(words)
+
+
+def test_a_message_that_starts_nothing_reads_only_the_message(monkeypatch):
+    """Both hooks of such a pass read the message's words once and the trigger index; no observation is made
+    (no pass counted, no monologue id drawn), and the next message that names a plan still starts it."""
+    observed, real_observe = [], adapter.observe
+    monkeypatch.setattr(adapter, "observe", lambda *a, **k: observed.append(a[2]) or real_observe(*a, **k))
+    s = Session()
+    for text in ("write a haiku about autumn leaves", "what is a docker volume?", "thanks, that is all"):
+        s.user(text)
+        s.run_pass(cmd("ls", "x"))
+        assert observed == [] and s.state is None
+        assert adapter.MONOLOGUE_KEY not in s.loop.params_persistent
+        assert getattr(s.agent, "_graph_engine_pass", None) is None
+    s.user("Fix the bug in /tmp/calc.py: average([]) crashes with ZeroDivisionError")
+    s.run_pass(cmd("ls", "x"))
+    assert s.state is not None and s.state["plan_id"] == "bugfix_workflow"
+    assert observed[:2] == ["prompts_after", "before_main"]
+
+
+def test_a_library_over_its_byte_limit_is_refused_and_more_plans_allow_more_bytes(tmp_path, monkeypatch):
+    from graph_engine import library
+
+    path = tmp_path / "htn_plan_library.json"
+    write(path, big_document(copies=1, broken=False))
+    size = path.stat().st_size
+    monkeypatch.setattr(library, "MAX_LIBRARY_BYTES", size - 1)
+    monkeypatch.setattr(library, "BYTES_PER_PLAN", size // 2000 + 1)
+    with pytest.raises(ValueError, match=r"over the .* byte limit .* raise GRAPH_ENGINE_MAX_PLANS"):
+        library.read_library(str(path))
+    monkeypatch.setenv("GRAPH_ENGINE_MAX_PLANS", "2000")  # 2,000 plans allowed: at least `size` bytes
+    assert library.read_library(str(path)) == path.read_bytes()

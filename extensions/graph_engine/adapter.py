@@ -45,6 +45,7 @@ class Runtime:
         self.library = LibraryCache(library_path)
         self.a0_root = a0_root
         self.logged_once: set[str] = set()
+        self.message_words: tuple[Any, str] = (None, "")  # the last user message object read and its words
         self.audit = AuditLog(runs_dir(a0_root))
 
     @property
@@ -52,7 +53,8 @@ class Runtime:
         return os.path.join(self.a0_root, "usr", "organizations")
 
     def lookup(self, plan_id: str, version: str) -> Plan | None:
-        current = self.library.current.get(plan_id) if self.library.current else None
+        library = self.library.current
+        current = library.get(plan_id) if library is not None else None
         if current is not None and (not version or current.version == version):
             return current
         return self.library.plan_version(plan_id, version) or current
@@ -117,9 +119,8 @@ def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
     if raw_state is None:
         raw_state = _saved_state(agent)
         restored = raw_state is not None
-    if raw_state is None and (library is None or (int(getattr(loop_data, "iteration", 0) or 0) > 0 and not
-                                                  new_intervention(getattr(loop_data, "history_output", None) or []))):
-        return  # no run, and no user message to start one: nothing can happen in this pass
+    if raw_state is None and not _may_start(rt, library, loop_data):
+        return  # no run, and no user message that could start one: nothing can happen in this pass
     problems: list[str] = []
     obs = observe(agent, loop_data, hook, raw_state, problems)
     for line in problems:
@@ -137,12 +138,30 @@ def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
         setattr(agent, COMPANION_ATTR, (obs.monologue, obs.iteration))
 
 
+def _may_start(rt: Runtime, library: Any, loop_data: Any) -> bool:
+    """A pass with no run: is there a new user message in which a trigger phrase may be found?  (Most
+    messages name no plan: such a pass reads the message's words and the trigger index, nothing else.)"""
+    if library is None:
+        return False
+    if int(getattr(loop_data, "iteration", 0) or 0) > 0:
+        words = new_intervention(getattr(loop_data, "history_output", None) or [])
+    else:  # the monologue's message, read once for both hooks
+        message = getattr(loop_data, "user_message", None)
+        if rt.message_words[0] is not message:
+            rt.message_words = (message, user_words(message))
+        words = rt.message_words[1]
+    return bool(words) and library.may_start(words)
+
+
 def _companion_handled(agent: Any, loop_data: Any, hook: str) -> bool:
     """before_main_llm_call after the companion handled the same pass (not the pass of a new message)."""
     if hook != engine.BEFORE_MAIN:
         return False
+    seen = getattr(agent, COMPANION_ATTR, None)
+    if not isinstance(seen, tuple):
+        return False  # no companion has handled a pass of this agent
     iteration = int(getattr(loop_data, "iteration", 0) or 0)
-    return iteration > 0 and getattr(agent, COMPANION_ATTR, None) == (_monologue_id(loop_data), iteration)
+    return iteration > 0 and seen == (_monologue_id(loop_data), iteration)
 
 
 # ── reading ─────────────────────────────────────────────────────────────────
@@ -519,13 +538,17 @@ def _card(rt: Runtime, agent: Any, state: dict, picture: str = "", search: bool 
     run_id = state.get("run_id", "")
     pace = getattr(agent, PACE_ATTR, "")
     signature = (state.get("seq"), state.get("status"), pace if isinstance(pace, str) else "", picture)
-    if isinstance(shown, list) and shown[0] == run_id and shown[2] == signature and _still_logged(agent, shown[1]):
+    same_run = isinstance(shown, list) and shown[0] == run_id
+    if same_run and shown[2] == signature and _still_logged(agent, shown[1]):
         return  # nothing changed: nothing to do
     plan = rt.lookup(state.get("plan_id", ""), state.get("plan_version", ""))
     heading, content, kvps = card.text(plan, state, pace if isinstance(pace, str) else "", picture)
-    resumed = any(isinstance(e, dict) and e.get("type") == "run_resumed" for e in state.get("events") or ())
-    item = shown[1] if isinstance(shown, list) and shown[0] == run_id else \
-        _logged_card(agent, run_id) if search or resumed else None  # a run started in this process: a new card
+    if same_run:
+        item = shown[1]
+    elif search or any(isinstance(e, dict) and e.get("type") == "run_resumed" for e in state.get("events") or ()):
+        item = _logged_card(agent, run_id)  # the card Agent-Zero restored with the chat
+    else:
+        item = None  # a run started in this process: a new card
     try:
         if item is not None and _still_logged(agent, item):
             item.update(type="info", heading=heading, content=content, kvps=kvps)

@@ -89,7 +89,8 @@ class AuditLog:
     def __init__(self, root_dir: str) -> None:
         self.root = root_dir
         self._swept = False
-        self._open: OrderedDict[str, int] = OrderedDict()  # path -> append-only descriptor
+        self._open: OrderedDict[str, tuple[int, tuple[int, int]]] = OrderedDict()  # path -> (append-only
+        # descriptor, the (device, inode) it was opened on)
         self._paths: dict[tuple[str, str], str] = {}
         self._heads: dict[tuple, bytes] = {}  # (path, agent, plan, version) -> the fixed part of a line
         self._files_in: dict[str, int] = {}  # chat folder -> run files counted since the last prune
@@ -164,27 +165,32 @@ class AuditLog:
         return prefix + _encode(rest)[1:] + b"\n"
 
     def _handle(self, path: str) -> int:
-        fd = self._open.get(path)
-        if fd is not None:
-            if _same_file(fd, path):
+        opened = self._open.get(path)
+        if opened is not None:
+            if _identity(path) == opened[1]:  # one stat: the open file's identity does not change
                 self._open.move_to_end(path)
-                return fd
+                return opened[0]
             self.close(path)  # deleted or replaced since it was opened: its lines would go nowhere
         if not os.path.exists(path):
             folder = os.path.dirname(path)
             self._prune(folder)
             os.makedirs(folder, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-        self._open[path] = fd
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            os.close(fd)
+            raise
+        self._open[path] = (fd, (st.st_dev, st.st_ino))
         while len(self._open) > MAX_OPEN:
             self.close(next(iter(self._open)))
         return fd
 
     def close(self, path: str) -> None:
-        fd = self._open.pop(path, None)
-        if fd is not None:
+        opened = self._open.pop(path, None)
+        if opened is not None:
             try:
-                os.close(fd)
+                os.close(opened[0])
             except OSError:
                 pass
 
@@ -223,12 +229,12 @@ class AuditLog:
                 pass
 
 
-def _same_file(fd: int, path: str) -> bool:
+def _identity(path: str) -> tuple[int, int] | None:
     try:
-        mine, there = os.fstat(fd), os.stat(path)
+        st = os.stat(path)
     except OSError:
-        return False
-    return (mine.st_dev, mine.st_ino) == (there.st_dev, there.st_ino)
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _run_files(folder: str) -> list[str]:

@@ -20,14 +20,17 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 from .library import Checked, Library, _problem_lines, check_document, check_plan, document_problems, library_schema
 from .lint import ERROR, Diagnostic, cross_plan_triggers, shared_trigger
-from .matching import Indexed, Match, TriggerIndex, allowed, rank, score_plan
+from .matching import Indexed, Match, TriggerIndex, allowed, normalise, phrase_start, rank, request_text, score_plan
 from .model import DEFAULT_THRESHOLD, Plan
 
+BACKGROUND_DELAY = 0.25  # seconds after a load before the background thread starts checking
+BACKGROUND_PAUSE = 0.0005  # seconds it sleeps after each plan
 EAGER_PLANS = 32  # up to this many plans a library is checked whole at load (10 plans: about 20 ms)
 CHUNK = 1 << 16
 
@@ -77,6 +80,7 @@ class Catalogue(Indexed):
         self.checked: dict[str, Checked] = {}
         self.heads: dict[str, Any] = {}  # plan id -> what matching reads (the compiled plan once checked)
         self.index = TriggerIndex()
+        self._starts_nothing: str | None = None  # the last message found to start no plan
         self._owners: dict[str, list[str]] = {}  # after settling: trigger phrase -> plans listing it, file order
         self._phrases: dict[str, tuple[str, ...]] = {}  # ... and plan id -> its phrases
         self._order: dict[str, int] = {}
@@ -110,6 +114,7 @@ class Catalogue(Indexed):
             self.index.remove(pid)
             return
         self.heads[pid] = head
+        self._starts_nothing = None  # a plan filed or filed again may match it
         self.index.add(pid, head.triggers + head.strong_triggers)
 
     # ── use ─────────────────────────────────────────────────────────────────
@@ -132,6 +137,23 @@ class Catalogue(Indexed):
             if plan is not None:
                 return m if m.plan is plan else replace(m, plan=plan)
         return None
+
+    def may_start(self, message: str) -> bool:
+        """Whether any plan's trigger phrase is in the message's request text (the words ``best`` scores):
+        False means ``best`` matches nothing, whatever the domain and the org filter.  A quick test before
+        the full observation of a pass that has no run (most messages name no plan)."""
+        if message == self._starts_nothing:  # both hooks of a pass ask about the same message
+            return False
+        text = request_text(normalise(message))
+        heads = self.heads
+        if text and any(phrase_start(t, text) >= 0 for pid in self.index.candidates(text)
+                        for t in heads[pid].triggers + heads[pid].strong_triggers if t):
+            return True
+        self._starts_nothing = message
+        return False
+
+    def __bool__(self) -> bool:
+        return True  # a catalogue is there even when it holds no plan: never counted to test it
 
     def __len__(self) -> int:
         """Plans that may be used (those checked and found broken are not counted)."""
@@ -160,13 +182,17 @@ class Catalogue(Indexed):
                 self._shared(pid, done.plan)
             return done
 
-    def settle(self) -> None:
-        """Check every plan not checked yet, then the findings across plans."""
+    def settle(self, pause: float = 0.0) -> None:
+        """Check every plan not checked yet, then the findings across plans.  ``pause``: seconds to sleep after
+        each plan (the background thread lets go of the interpreter, so that a pass waits for one plan's check
+        at most, not for the interpreter's 5 ms switch interval)."""
         for pid in list(self.raws):
             if self._cancelled:
                 return
             if pid not in self.checked:
                 self._check(pid)
+                if pause:
+                    time.sleep(pause)
         with self._lock:
             if not self.settled and not self._cancelled:
                 self.settled = True
@@ -201,9 +227,14 @@ class Catalogue(Indexed):
         self._new.extend(_problem_lines(self.path, found))
 
     def start(self) -> None:
-        """Check the rest in a background thread (a daemon: it never holds Agent-Zero's exit)."""
+        """Check the rest in a background thread (a daemon: it never holds Agent-Zero's exit), after
+        BACKGROUND_DELAY: the pass that loaded the library matches its message first, undisturbed."""
         if not self.settled:
-            threading.Thread(target=self.settle, name="graph-engine-library", daemon=True).start()
+            threading.Thread(target=self._background, name="graph-engine-library", daemon=True).start()
+
+    def _background(self) -> None:
+        time.sleep(BACKGROUND_DELAY)
+        self.settle(pause=BACKGROUND_PAUSE)
 
     def cancel(self) -> None:
         self._cancelled = True

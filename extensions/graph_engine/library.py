@@ -25,7 +25,8 @@ try:  # optional speed-up; the standard library is enough
 except ImportError:  # pragma: no cover - depends on the environment
     _orjson = None
 
-MAX_LIBRARY_BYTES = 20 * 1024 * 1024
+MAX_LIBRARY_BYTES = 20 * 1024 * 1024  # for up to MAX_PLANS plans; a higher GRAPH_ENGINE_MAX_PLANS raises it
+BYTES_PER_PLAN = 20 * 1024  # ... by this much per plan allowed
 MAX_PLANS = 1000  # a reload happens inside the agent's loop: bound its cost
 KEPT_VERSIONS = 64
 
@@ -178,8 +179,11 @@ def read_library(path: str) -> bytes:
     """The library file's bytes.  Raises ValueError with a readable message when it cannot be used."""
     try:
         size = os.path.getsize(path)
-        if size > MAX_LIBRARY_BYTES:
-            raise ValueError(f"{path}: file is {size} bytes, over the {MAX_LIBRARY_BYTES} byte limit")
+        limit = max(MAX_LIBRARY_BYTES, _max_plans() * BYTES_PER_PLAN)
+        if size > limit:
+            raise ValueError(f"{path}: file is {size:,} bytes, over the {limit:,} byte limit "
+                             f"({BYTES_PER_PLAN // 1024} kB per plan GRAPH_ENGINE_MAX_PLANS allows, at least "
+                             f"{MAX_LIBRARY_BYTES // 2**20} MB); split the library, or raise GRAPH_ENGINE_MAX_PLANS")
         with open(path, "rb") as fh:
             blob = fh.read()
     except OSError as exc:
