@@ -437,19 +437,6 @@ def per_pass_by_nodes(sizes: tuple[int, ...], passes: int) -> dict[str, float]:
             adapter._runtimes.clear()
 
 
-def shipped_copies(copies: int) -> dict:
-    """A library of copies of the shipped plans with distinct ids and triggers (" 7" appended to each)."""
-    doc = json.loads(a0.LIBRARY.read_text())
-    plans = {}
-    for i in range(copies):
-        for pid, plan in doc["plans"].items():
-            copy = json.loads(json.dumps(plan))
-            copy["triggers"] = [f"{t} {i}" for t in copy["triggers"]]
-            copy["strong_triggers"] = [f"{t} {i}" for t in copy.get("strong_triggers", [])]
-            plans[f"{pid}_{i}"] = copy
-    return {"_meta": {"version": "2.0"}, "plans": plans}
-
-
 def library_load_ms() -> tuple[float, float]:
     """Cold (fresh process) load + schema + lint of the shipped library, and the engine's import."""
     import subprocess
@@ -465,7 +452,7 @@ def library_load_ms() -> tuple[float, float]:
 
 def full_check_1000_ms() -> float:
     """Every plan of a 1,000-plan library compiled and linted up front (what `validate` does)."""
-    doc = shipped_copies(100)
+    doc = a0.shipped_copies(100)
     t = time.perf_counter()
     lib = build_library(doc, str(ROOT / "plan_library" / "x.json"))
     spent = (time.perf_counter() - t) * 1000
@@ -532,7 +519,7 @@ def library_rows() -> dict[str, dict[str, float]]:
     with tempfile.TemporaryDirectory() as tmp:
         for copies, settle in ((100, True), (1000, False)):
             path = Path(tmp) / f"lib{copies}.json"
-            path.write_text(json.dumps(shipped_copies(copies), indent=2))
+            path.write_text(json.dumps(a0.shipped_copies(copies), indent=2))
             env = dict(os.environ, GRAPH_ENGINE_MAX_PLANS=str(copies * 10))
             runs = []
             for _ in range(3):

@@ -15,26 +15,20 @@ from graph_engine import adapter, catalogue, matching
 from graph_engine.catalogue import Catalogue, common_prefix, common_suffix, scan_document
 from graph_engine.library import LibraryCache, check_document, load_library_file
 from graph_engine.matching import TriggerIndex, best_match, normalise, request_text, score_plan
-from graph_engine.tools.standin import LIBRARY, Session, cmd
+from graph_engine.tools.standin import LIBRARY, Session, cmd, shipped_copies
 
-SHIPPED = json.loads(LIBRARY.read_text())
 
 
 def big_document(copies: int = 10, broken: bool = True) -> dict:
     """Copies of the shipped plans with distinct ids and triggers; with ``broken``: a plan with a schema error,
     one with a lint error, one that shares a trigger with another."""
-    plans = {}
-    for i in range(copies):
-        for pid, plan in SHIPPED["plans"].items():
-            copy = json.loads(json.dumps(plan))
-            copy["triggers"] = [f"{t} {i}" for t in copy["triggers"]]
-            copy["strong_triggers"] = [f"{t} {i}" for t in copy.get("strong_triggers", [])]
-            plans[f"{pid}_{i}"] = copy
+    doc = shipped_copies(copies)
+    plans = doc["plans"]
     if broken and copies >= 5:
         plans["bugfix_workflow_1"]["trigger_threshold"] = "two"  # schema
         del plans["git_merge_pr_2"]["graph"]["edges"][-1]  # lint or compile
         plans["codegen_module_3"]["triggers"].append(plans["codegen_module_4"]["triggers"][0])  # shared phrase
-    return {"_meta": {"version": "2.0"}, "plans": plans}
+    return doc
 
 
 def write(path, doc, indent=2) -> str:

@@ -43,6 +43,20 @@ class Extension:
         return None
 
 
+def shipped_copies(copies: int) -> dict[str, Any]:
+    """A large library: copies of the shipped plans with distinct ids and triggers (copy 7 of a plan is
+    ``<id>_7``, each of its trigger phrases with " 7" appended)."""
+    doc = json.loads(LIBRARY.read_text())
+    plans = {}
+    for i in range(copies):
+        for pid, plan in doc["plans"].items():
+            copy = json.loads(json.dumps(plan))
+            copy["triggers"] = [f"{t} {i}" for t in copy["triggers"]]
+            copy["strong_triggers"] = [f"{t} {i}" for t in copy.get("strong_triggers", [])]
+            plans[f"{pid}_{i}"] = copy
+    return {"_meta": {"version": "2.0"}, "plans": plans}
+
+
 def install_framework(layout: str = "new") -> None:
     """Make ``helpers.extension`` (new) or ``python.helpers.extension`` (old) importable, not both."""
     for name in ("helpers", "helpers.extension", "python", "python.helpers", "python.helpers.extension"):
