@@ -318,3 +318,20 @@ def test_a_library_over_its_byte_limit_is_refused_and_more_plans_allow_more_byte
         library.read_library(str(path))
     monkeypatch.setenv("GRAPH_ENGINE_MAX_PLANS", "2000")  # 2,000 plans allowed: at least `size` bytes
     assert library.read_library(str(path)) == path.read_bytes()
+
+
+def test_a_fault_in_the_background_thread_is_said_in_the_agents_log(tmp_path, monkeypatch):
+    path = tmp_path / "htn_plan_library.json"
+    write(path, big_document(broken=False))
+    monkeypatch.setattr(catalogue, "BACKGROUND_DELAY", 0)
+    cache = LibraryCache(str(path), recheck_seconds=3600, eager_plans=5, background=False)
+    cat, _ = cache.refresh()
+
+    def broken(self, pause=0.0):
+        raise MemoryError("no room")
+
+    monkeypatch.setattr(Catalogue, "settle", broken)
+    cat._background()
+    said = cache.refresh()[1]
+    assert len(said) == 1 and "checking the plans in the background stopped (MemoryError: no room)" in said[0]
+    assert cat.best(request_text(normalise("fix the bug 3 in calc.py")), "bugfix", None) is not None  # still works

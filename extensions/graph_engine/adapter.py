@@ -146,10 +146,10 @@ def _may_start(rt: Runtime, library: Any, loop_data: Any) -> bool:
     if int(getattr(loop_data, "iteration", 0) or 0) > 0:
         words = new_intervention(getattr(loop_data, "history_output", None) or [])
     else:  # the monologue's message, read once for both hooks
-        message = getattr(loop_data, "user_message", None)
-        if rt.message_words[0] is not message:
-            rt.message_words = (message, user_words(message))
-        words = rt.message_words[1]
+        message, seen = getattr(loop_data, "user_message", None), rt.message_words  # one read: agents of
+        if seen[0] is not message:  # other chats may replace it meanwhile
+            seen = rt.message_words = (message, user_words(message))
+        words = seen[1]
     return bool(words) and library.may_start(words)
 
 

@@ -234,7 +234,13 @@ class Catalogue(Indexed):
 
     def _background(self) -> None:
         time.sleep(BACKGROUND_DELAY)
-        self.settle(pause=BACKGROUND_PAUSE)
+        try:
+            self.settle(pause=BACKGROUND_PAUSE)
+        except Exception as exc:  # noqa: BLE001 - said in the agent's log by the next pass, never lost
+            with self._lock:
+                self._new.append(f"{self.path}: checking the plans in the background stopped ({type(exc).__name__}: "
+                                 f"{exc}); each plan is still checked when a message first needs it, and "
+                                 "`graph-engine validate` reports every finding. Please report it")
 
     def cancel(self) -> None:
         self._cancelled = True
