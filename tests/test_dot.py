@@ -29,7 +29,7 @@ digraph Demo {
     edge [weight=2]
     start [shape=Mdiamond]
     exit [shape=Msquare]
-    a [label="A" prompt="Do \\"A\\"\\n\\ttwice \\\\ now", max_retries=3, ratio=0.75, enabled=true, off=false]
+    a [label="A", prompt="Do \\"A\\"\\n\\ttwice \\\\ now", max_retries=3, ratio=0.75, enabled=true, off=false]
     b [label="B", fidelity=summary:high, tool_hooks.pre="echo hi", url="http://x/y"]  /* trailing
        block comment */
     subgraph cluster_review {
@@ -68,7 +68,7 @@ line"]
     ("digraph G {\n  a -- b\n}", 2, 5, "undirected edge '--': this format has directed edges only (use '->')"),
     ("digraph G { a }\ndigraph H { b }", 2, 1, "more than one graph in the file; keep one digraph per file"),
     ("digraph G {\n  a [label=<<b>x</b>>]\n}", 2, 12, "HTML labels (<...>) are not supported; use a quoted string"),
-    ("digraph G { a:n -> b }", 1, 13, "ports are not supported ('a:n'); connect nodes, not ports"),
+    ("digraph G { a:n -> b }", 1, 14, "ports are not supported ('a:n'); connect nodes, not ports (write a)"),
     ('digraph G { "a b" -> c }', 1, 13, "quoted node ids are not supported; write an identifier"),
     ("digraph G { 9lives }", 1, 13, "invalid node id '9lives': use letters, digits and '_', not starting with a "
                                     "digit"),
@@ -251,11 +251,11 @@ def test_inspect_json(tmp_path, capsys):
     assert out["graph"]["attrs"]["trigger_threshold"] == 1
     run = out["nodes"]["run_tests"]
     assert run["handler_type"] == "codergen" and run["node_type"] == "task"
-    assert run["attrs"]["timeout"] == "900s" and run["attrs"]["max_retries"] == 1
+    assert run["attrs"]["timeout"] == {"duration_ms": 900_000, "raw": "900s"} and run["attrs"]["max_retries"] == 1
     assert out["nodes"]["start"]["handler_type"] == "start" and out["nodes"]["stuck"]["node_type"] == "escalate"
     assert {"from": "run_tests", "to": "stuck", "attrs": {"condition": "outcome=fail"}, "line": 12, "col": 15} \
         in out["edges"]
-    assert out["diagnostics"] == []
+    assert [d["rule"] for d in out["diagnostics"]] == ["worst_case_turns"]
     path.write_text(LINEAR.replace('timeout="900s"', "timeout=900s"))
     cli.main(["inspect", "--json", str(path)])
     assert json.loads(capsys.readouterr().out)["nodes"]["report"]["attrs"]["timeout"] == \
@@ -368,9 +368,11 @@ def test_render_output_is_read_by_graphviz(capsys):
 
 def test_render_svg_needs_graphviz(capsys):
     code = cli.main(["render", str(LIBRARY), "--plan", "bugfix_workflow", "--format", "svg"])
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     if shutil.which("dot") is None:
-        assert code == 2 and "need Graphviz's 'dot' program (Debian: apt-get install graphviz)" in out
+        assert code == 2 and "needs Graphviz's 'dot' program, which is not installed (Debian: apt-get install " \
+            "graphviz)" in captured.err
     else:
         assert code == 0 and "<svg" in out
 

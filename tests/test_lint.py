@@ -36,8 +36,10 @@ def test_rule_fixture_triggers_its_rule(path):
     d = hits[0]
     assert d["severity"] == RULES[path.stem][0] and d["message"] and d["fix"]
     assert d["plan"] in ("p", "q") or (path.stem == "syntax" and d["plan"] == str(path))
-    base = {"rule", "severity", "plan", "node", "edge", "message", "fix"}
+    base = {"rule", "severity", "plan", "node", "edge", "message", "fix"} | ({"from", "to"} if d["edge"] else set())
     assert set(d) == (base | {"line", "col", "file"} if path.suffix == ".dot" or path.is_dir() else base)
+    if d["edge"]:
+        assert d["edge"] == f"{d['from']} -> {d['to']}"
 
 
 def test_clean_fixture_and_shipped_library_have_no_findings():

@@ -52,6 +52,7 @@ class DotNode:
     line: int
     col: int
     declared: bool = True  # False: created only by an edge
+    own: set[str] = field(default_factory=set)  # keys written on the node itself (not from node [...] defaults)
 
 
 @dataclass
@@ -107,6 +108,8 @@ class Lexer:
     _ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 
     def tokens(self) -> list[Token]:
+        """The tokens; a lexical error is a token ``("error", DotSyntaxError, pos)`` that the parser raises when it
+        reaches it, so an earlier grammar error (an undirected ``graph`` on line 1) is the one reported."""
         out: list[Token] = []
         append = out.append
         for m in self._TOKEN.finditer(self.text):
@@ -124,9 +127,12 @@ class Lexer:
                     raw = self._ESCAPE.sub(_unescape, raw)
                 append(("string", raw, m.start(1)))
             elif g == 3:
-                raise self.error("undirected edge '--': this format has directed edges only (use '->')", m.start(3))
+                append(("error", self.error("undirected edge '--': this format has directed edges only (use '->')",
+                                            m.start(3)), m.start(3)))
+                break
             elif g == 6:
-                raise self._unexpected(m.start(6))
+                append(("error", self._unexpected(m.start(6)), m.start(6)))
+                break
             else:  # the end, after trailing space or comments
                 break
         end = ("eof", "", len(self.text))
@@ -162,11 +168,48 @@ def parse(text: str) -> DotGraph:
     return _Parser(lexer, lexer.tokens()).graph()
 
 
-def typed(token: Token) -> Value:
-    """A value as the Attractor types it: strings stay strings; bare words become numbers, booleans, durations."""
-    if token[0] == "string":
-        return token[1]
+# The spec's attribute types (its Appendix A, plus this pack's own integer and boolean fields).  A value of such
+# a key is typed the same whether it is quoted or not (``max_retries="3"`` is 3, ``timeout="900s"`` a
+# duration); a String key keeps its text as written (``label=42`` is "42").  Other keys: a bare word is typed by
+# its form, a quoted string stays a string unless it is a duration (``manager.poll_interval="45s"``).
+KEY_TYPES = {
+    **dict.fromkeys(("max_retries", "default_max_retries", "default_max_retry", "weight", "trigger_threshold",
+                     "stale_after_turns", "max_turns", "manager.max_cycles"), "int"),
+    **dict.fromkeys(("goal_gate", "auto_status", "allow_partial", "loop_restart", "continue_on_fail",
+                     "stack.child_autostart"), "bool"),
+    **dict.fromkeys(("timeout", "manager.poll_interval"), "duration"),
+    **dict.fromkeys(("goal", "label", "prompt", "model_stylesheet", "retry_target", "fallback_retry_target",
+                     "default_fidelity", "fidelity", "thread_id", "class", "llm_model", "llm_provider",
+                     "reasoning_effort", "condition", "shape", "type", "tool_command", "stack.child_dotfile",
+                     "stack.child_workdir", "tool_hooks.pre", "tool_hooks.post", "manager.stop_condition",
+                     "manager.actions", "human.default_choice", "tool", "tool_hint", "reason", "pace_level",
+                     "description", "triggers", "strong_triggers", "domains", "start", "verify", "verify.value",
+                     "verify.flags", "verify.fail_if", "verify.capture", "verify.describe"), "str"),
+}
+
+
+def typed(token: Token, key: str = "") -> Value:
+    """A value as the Attractor types it: by its key's type when the spec gives one, else strings stay
+    strings (durations excepted) and bare words become numbers, booleans, durations."""
+    kind = KEY_TYPES.get(key)
     word = token[1]
+    if kind == "str":
+        return word
+    if kind is not None:
+        value = _by_form(word.strip())
+        if (kind == "int" and type(value) is int) or (kind == "bool" and type(value) is bool) or \
+                (kind == "duration" and type(value) is Duration):
+            return value
+        return word if token[0] == "string" else value  # not of its type: the lint or schema says so
+    if token[0] == "string":
+        m = _DURATION.match(word)
+        return Duration(int(m.group(1)) * _UNIT_MS[m.group(2)], word) if m else word
+    return _by_form(word)
+
+
+def _by_form(word: str) -> Value:
+    if not word:
+        return word
     if word in ("true", "false"):
         return word == "true"
     if not (word[0].isdigit() or word[0] in "-."):
@@ -190,7 +233,10 @@ class _Parser:
 
     # helpers
     def peek(self, k: int = 0) -> Token:
-        return self.toks[self.i + k]
+        tok = self.toks[min(self.i + k, len(self.toks) - 1)]
+        if tok[0] == "error":
+            raise tok[1]
+        return tok
 
     def take(self) -> Token:
         tok = self.toks[self.i]
@@ -285,7 +331,7 @@ class _Parser:
             key_tok = self.take()
             self.take()
             key = self._key(key_tok)
-            value = self.value()
+            value = self.value(key)
             self._graph_attrs({key: value}, top)
             return
         first = self.take()
@@ -350,18 +396,22 @@ class _Parser:
         node = self.g.nodes.get(nid)
         if node is None:
             line, col = self.lx.where(tok[2])
-            self.g.nodes[nid] = DotNode(nid, _with_class({**defaults, **attrs}, cls), line, col)
+            self.g.nodes[nid] = DotNode(nid, _with_class({**defaults, **attrs}, cls), line, col, own=set(attrs))
             return
         node.attrs.update(attrs)
+        node.own.update(attrs)
         if not node.declared:
             node.declared = True
             node.line, node.col = self.lx.where(tok[2])
 
     def attr_block(self, required: bool) -> dict[str, Value]:
-        self.expect("[", "'['")
+        opening = self.expect("[", "'['")
         attrs: dict[str, Value] = {}
         while self.peek()[0] != "]":
             key_tok = self.peek()
+            if key_tok[0] == "eof":
+                raise self.error(f"'[' at {self._at(opening)} is never closed: add ']' after the last attribute",
+                                 key_tok)
             if key_tok[0] not in ("word", "string"):  # a quoted key, as Graphviz needs for "verify.value"
                 raise self.error(f"expected an attribute name, found {_describe(key_tok)}", key_tok)
             self.take()
@@ -369,17 +419,32 @@ class _Parser:
             if self.peek()[0] != "=":
                 raise self.error(f"attribute '{key}' has no value: write {key}=...", self.peek())
             self.take()
-            attrs[key] = self.value()
-            if self.peek()[0] in (",", ";"):
+            attrs[key] = self.value(key)
+            sep = self.peek()
+            if sep[0] == ",":
                 self.take()
+            elif sep[0] == ";":
+                raise self.error("';' between attributes: separate attributes with ','", sep)
+            elif sep[0] == "eof":
+                raise self.error(f"'[' at {self._at(opening)} is never closed: add ']' after the last attribute",
+                                 sep)
+            elif sep[0] != "]":
+                if sep[0] == "word" and self.peek(1)[0] == "=":
+                    raise self.error(f"missing ',' before attribute '{sep[1]}': separate attributes with ','", sep)
+                raise self.error(f"expected ',' or ']' after attribute '{key}', found {_describe(sep)} (is the "
+                                 f"']' of the '[' at {self._at(opening)} missing?)", sep)
         self.take()
         return attrs
 
-    def value(self) -> Value:
+    def _at(self, tok: Token) -> str:
+        line, col = self.lx.where(tok[2])
+        return f"{line}:{col}"
+
+    def value(self, key: str = "") -> Value:
         tok = self.peek()
         if tok[0] in ("string", "word"):
             self.take()
-            return typed(tok)
+            return typed(tok, key)
         raise self.error(f"missing value: found {_describe(tok)}", tok)
 
     def _key(self, tok: Token) -> str:
@@ -395,12 +460,19 @@ class _Parser:
         text = tok[1]
         if self.g is not None and text in self.g.nodes:
             return text  # checked when first seen
-        if ":" in text and ID_RE.match(text.split(":", 1)[0]):
-            raise self.lx.error(f"ports are not supported ('{text}'); connect nodes, not ports", tok[2])
-        if not ID_RE.match(text):
-            raise self.lx.error(f"invalid node id {text!r}: use letters, digits and '_', not starting with a digit",
-                                tok[2])
-        return text
+        if ID_RE.match(text):
+            return text
+        # point at the first character that cannot be in an id: the ':' of a port, the '-' of a hyphen
+        bad = next((i for i, c in enumerate(text) if not (c.isascii() and (c.isalnum() or c == "_"))), 0)
+        head = text[:bad]
+        if text[bad:bad + 1] == ":" and ID_RE.match(head):
+            raise self.lx.error(f"ports are not supported ('{text}'); connect nodes, not ports (write {head})",
+                                tok[2] + bad)
+        if text[bad:bad + 1] == "-" and ID_RE.match(head):
+            raise self.lx.error(f"'-' cannot be part of a node id ('{text}'): use '_' ({text.replace('-', '_')}) "
+                                "and put the readable name in label", tok[2] + bad)
+        raise self.lx.error(f"invalid node id {text!r}: use letters, digits and '_', not starting with a digit",
+                            tok[2] + bad)
 
 
 def _describe(tok: Token) -> str:

@@ -5,8 +5,8 @@ Shapes and ``type`` give the handler type as in the Attractor spec (``Mdiamond``
 ``box`` / default codergen, ``parallelogram`` tool, ``diamond`` conditional, ``hexagon`` wait.human,
 ``component`` parallel, ``tripleoctagon`` parallel.fan_in, ``house`` stack.manager_loop); this pack adds
 ``type="escalate"``, ``type="checkpoint"``, ``type="task"`` and ``type="decision"``.  Handler types the
-engine cannot run yet (human gates, parallel, fan-in, manager loops) are parsed, reported by
-``type_supported`` and disable the plan.  Attributes with no meaning inside Agent-Zero (``fidelity``,
+engine cannot run (manager loops) are parsed, reported by ``type_supported`` and disable the plan; what the
+spec itself decides about a graph (handler types, transforms, its lint rules) is in ``dot_spec``.  Attributes with no meaning inside Agent-Zero (``fidelity``,
 ``thread_id``, ``llm_model``, ``model_stylesheet``, ...) are validated and kept under ``_attractor``.
 """
 
@@ -18,111 +18,59 @@ from typing import Any
 from .dot import DotGraph, Duration, Value, parse
 from .lint import Diagnostic
 from .routing import ConditionError, parse_condition
+from .dot_spec import HANDLER_TO_NODE, SHAPES, handler_type, lint_graph, node_type, roles, view
 
-SHAPES = {"Mdiamond": "start", "Msquare": "exit", "box": "codergen", "parallelogram": "tool",
-          "diamond": "conditional", "hexagon": "wait.human", "component": "parallel",
-          "tripleoctagon": "parallel.fan_in", "house": "stack.manager_loop"}
-HANDLER_TO_NODE = {"start": "start", "exit": "exit", "codergen": "task", "tool": "task", "conditional": "decision",
-                   "task": "task", "decision": "decision", "escalate": "escalate", "checkpoint": "checkpoint",
-                   "wait.human": "human", "human": "human", "parallel": "parallel", "parallel.fan_in": "fan_in",
-                   "fan_in": "fan_in"}
-UNSUPPORTED = {"stack.manager_loop": "manager loop"}
 SHAPE_OF = {"start": "Mdiamond", "exit": "Msquare", "task": "box", "decision": "diamond", "escalate": "octagon",
             "checkpoint": "cylinder", "human": "hexagon", "parallel": "component", "fan_in": "tripleoctagon"}
 OUR_NODE_KEYS = ("label", "prompt", "tool", "tool_hint", "max_retries", "pace_level", "reason", "continue_on_fail",
                  "description", "type", "shape", "goal_gate", "retry_target", "fallback_retry_target",
-                 "human.default_choice")
-ATTRACTOR_NODE_KEYS = ("goal_gate", "retry_target", "fallback_retry_target", "allow_partial", "timeout", "class",
-                       "fidelity", "thread_id", "llm_model", "llm_provider", "reasoning_effort", "auto_status")
+                 "human.default_choice", "allow_partial")
 GRAPH_PLAN_KEYS = {"triggers": "list", "strong_triggers": "list", "domains": "list", "trigger_threshold": "int",
                    "stale_after_turns": "int", "max_turns": "int", "description": "str", "retry_target": "str",
                    "fallback_retry_target": "str"}
 CONDITIONS = {"on_success", "on_fail", "on_retry", "on_exhaust", "always"}
-FIDELITY = {"full", "truncate", "compact", "summary:low", "summary:medium", "summary:high"}
-_STYLESHEET = re.compile(r"\s*(?:(?:[*#.]?[A-Za-z_][\w.-]*|\*)\s*\{\s*(?:[A-Za-z_][\w.]*\s*:\s*[^;{}]+;?\s*)*\}\s*)*\Z")
+# rules the DOT lint (dot_spec.lint_graph) decides on the graph as written: the plan lint's findings of these
+# ids on a DOT plan would say the same thing again (or something the mapping made up, such as a start node)
+DOT_OWNED_RULES = frozenset({"start_node", "terminal_node", "reachability", "edge_target_exists",
+                             "start_no_incoming", "exit_no_outgoing", "condition_syntax", "retry_target_exists"})
 
-
-def handler_type(attrs: dict[str, Value]) -> str:
-    explicit = attrs.get("type")
-    if isinstance(explicit, str) and explicit:
-        return explicit
-    return SHAPES.get(str(attrs.get("shape", "box")), "codergen")
-
-
-def _diag(rule: str, severity: str, plan: str, message: str, fix: str, line: int, col: int,
-          node: str | None = None, edge: str | None = None) -> Diagnostic:
-    return Diagnostic(rule=rule, severity=severity, plan=plan, node=node, edge=edge, message=message, fix=fix,
-                      line=line, col=col)
+__all__ = ["HANDLER_TO_NODE", "SHAPES", "handler_type", "to_plan", "to_dot", "load_dot_plan"]
 
 
 def to_plan(g: DotGraph) -> tuple[str, dict[str, Any], list[Diagnostic]]:
-    """The plan id, the plan JSON, and the DOT-level findings (each with a line and column)."""
+    """The plan id, the plan JSON, and the DOT-level findings (each with a line and column).
+
+    The plan is built from the graph after the spec's transforms (dot_spec.view); every attribute that has no
+    plan field is kept under ``_attractor``."""
     pid = g.name or "dot_plan"
-    found: list[Diagnostic] = []
+    found = lint_graph(g, pid)
+    attrs_of = view(g)
     goal = str(g.attrs.get("goal", ""))
     plan: dict[str, Any] = {"name": str(g.attrs.get("label") or pid)}
     if goal:
         plan["description"] = goal
     extra_graph: dict[str, Any] = {}
     for key, value in g.attrs.items():
-        if key in GRAPH_PLAN_KEYS:
+        if key in ("retry_target", "fallback_retry_target") and str(value) not in g.nodes:
+            extra_graph[key] = _plain(value)  # names no node: kept, not followed (retry_target_exists)
+        elif key in GRAPH_PLAN_KEYS:
             plan[key] = _plan_value(key, value)
-        elif key in ("label", "goal", "start"):
-            continue
-        else:
+        elif key not in ("label", "goal", "start"):
             extra_graph[key] = _plain(value)
-    if isinstance(g.attrs.get("model_stylesheet"), str) and not _STYLESHEET.match(g.attrs["model_stylesheet"]):
-        found.append(_diag("stylesheet_syntax", "error", pid, "model_stylesheet is not 'selector { key: value; }' "
-                           "rules", "fix the stylesheet syntax", g.line, g.col))
     default_retries = g.attrs.get("default_max_retries", g.attrs.get("default_max_retry"))
     nodes: dict[str, Any] = {}
-    starts = []
     for nid, n in g.nodes.items():
-        htype = handler_type(n.attrs)
-        if not n.declared:
-            found.append(_diag("edge_target_exists", "error", pid, f"node '{nid}' is used by an edge but never "
-                               "declared", f"declare it: {nid} [label=\"...\"]", n.line, n.col, node=nid))
-        if htype in UNSUPPORTED:
-            found.append(_diag("type_supported", "error", pid, f"{UNSUPPORTED[htype]} nodes ({htype}) are parsed "
-                               "but the engine cannot run them yet", "use task and decision nodes", n.line, n.col,
-                               node=nid))
-        elif htype not in HANDLER_TO_NODE:
-            found.append(_diag("type_known", "error", pid, f"unknown handler type {htype!r}",
-                               f"use a shape from {sorted(SHAPES)} or type= one of {sorted(HANDLER_TO_NODE)}",
-                               n.line, n.col, node=nid))
-        ntype = HANDLER_TO_NODE.get(htype, "task")
-        if ntype == "start":
-            starts.append(nid)
-        fid = n.attrs.get("fidelity")
-        if fid is not None and str(fid) not in FIDELITY:
-            found.append(_diag("fidelity_valid", "error", pid, f"fidelity {fid!r} is not one of "
-                               f"{', '.join(sorted(FIDELITY))}", "use a valid fidelity", n.line, n.col, node=nid))
-        if htype == "codergen" and not (n.attrs.get("prompt") or n.attrs.get("label")):
-            found.append(_diag("prompt_on_llm_nodes", "warning", pid, "task node without a prompt or label",
-                               "add prompt=\"...\"", n.line, n.col, node=nid))
-        for key in ("retry_target", "fallback_retry_target"):
-            target = n.attrs.get(key)
-            if target is not None and str(target) not in g.nodes:
-                found.append(_diag("retry_target_exists", "error", pid, f"{key} '{target}' names no node",
-                                   "point it at a declared node", n.line, n.col, node=nid))
-        if n.attrs.get("goal_gate") is True:
-            if not (n.attrs.get("retry_target") or g.attrs.get("retry_target")):
-                found.append(_diag("goal_gate_has_retry", "warning", pid, "goal gate without a retry target",
-                                   "add retry_target=...", n.line, n.col, node=nid))
-        nodes[nid] = _node(n.attrs, ntype, htype, goal, default_retries)
+        htype = handler_type(n.attrs, nid)
+        nodes[nid] = _node(attrs_of[nid], node_type(htype), htype, default_retries, set(g.nodes))
+        if "label" not in n.attrs:
+            nodes[nid].pop("name", None)  # the id is the default name; export stays as written
     edges = []
     for e in g.edges:
         edge: dict[str, Any] = {"from": e.src, "to": e.dst}
         cond = e.attrs.get("condition")
-        if cond is not None:
-            mapped = _condition(str(cond))
-            if mapped is None:
-                found.append(_diag("condition_syntax", "error", pid, f"condition {cond!r} is neither a shorthand nor "
-                                   "key=value / key!=value clauses joined by &&", "use on_success, on_fail, "
-                                   "on_retry, on_exhaust, always, or e.g. outcome=success && context.lang=python",
-                                   e.line, e.col, edge=f"{e.src} -> {e.dst}"))
-            else:
-                edge["condition"] = mapped
+        mapped = _condition(str(cond)) if cond is not None else "always"
+        if mapped is not None and mapped != "always":  # a bad condition: condition_syntax says it
+            edge["condition"] = mapped
         if "label" in e.attrs:
             edge["label"] = str(e.attrs["label"])
         if isinstance(e.attrs.get("weight"), (int, float)) and not isinstance(e.attrs.get("weight"), bool):
@@ -131,35 +79,36 @@ def to_plan(g: DotGraph) -> tuple[str, dict[str, Any], list[Diagnostic]]:
         if extra:
             edge["_attractor"] = extra
         edges.append(edge)
-    start = str(g.attrs.get("start", "")) or (starts[0] if len(starts) == 1 else "")
-    if not start or (starts and start not in starts) or len(starts) > 1:
-        found.append(_diag("start_node", "error", pid, f"{len(starts)} start nodes (shape=Mdiamond); exactly one "
-                           "is needed", "mark the first node with shape=Mdiamond", g.line, g.col))
-    plan["graph"] = {"start": start or next(iter(nodes), ""), "nodes": nodes, "edges": edges}
+    starts, _ = roles(g)
+    start = str(g.attrs.get("start", "")) or (starts[0] if starts else "")
+    plan["graph"] = {"start": start if start in nodes else next(iter(nodes), ""), "nodes": nodes, "edges": edges}
     if extra_graph:
         plan["_attractor"] = extra_graph
     return pid, plan, found
 
 
-def _node(attrs: dict[str, Value], ntype: str, htype: str, goal: str, default_retries: Value | None) -> dict:
+def _node(attrs: dict[str, Value], ntype: str, htype: str, default_retries: Value | None,
+          ids: set[str]) -> dict:
+    """One node's plan fields from its transformed attributes (label defaulted, $goal expanded, styled)."""
     node: dict[str, Any] = {"type": ntype}
     if "label" in attrs:
         node["name"] = str(attrs["label"])
     prompt = attrs.get("prompt")
     if ntype == "task":
-        action = str(prompt if prompt is not None else attrs.get("label", ""))
-        node["action"] = action.replace("$goal", goal)
+        node["action"] = str(prompt if prompt is not None else attrs.get("label", ""))
         if htype == "tool" and "tool" not in attrs:
             node["tool"] = "code_execution_tool"
-    for key in ("tool", "tool_hint", "pace_level", "reason", "description", "retry_target",
-                "fallback_retry_target"):
+    for key in ("tool", "tool_hint", "pace_level", "reason", "description"):
         if key in attrs:
             node[key] = str(attrs[key])
+    for key in ("retry_target", "fallback_retry_target"):
+        if key in attrs and str(attrs[key]) in ids:  # one that names no node is kept under _attractor
+            node[key] = str(attrs[key])
     if ntype == "human" and prompt is not None:
-        node["description"] = str(prompt).replace("$goal", goal)
+        node["description"] = str(prompt)
     if "human.default_choice" in attrs:
         node["default_choice"] = str(attrs["human.default_choice"])
-    for key in ("continue_on_fail", "goal_gate"):
+    for key in ("continue_on_fail", "goal_gate", "allow_partial"):
         if key in attrs:
             node[key] = attrs[key]
     retries = attrs.get("max_retries", default_retries if ntype == "task" else None)
@@ -171,15 +120,18 @@ def _node(attrs: dict[str, Value], ntype: str, htype: str, goal: str, default_re
     if verify:
         node["verify"] = verify
     extra = {k: _plain(v) for k, v in attrs.items()
-             if k not in OUR_NODE_KEYS and k != "verify" and not k.startswith("verify.")}
+             if (k not in OUR_NODE_KEYS or (k in ("retry_target", "fallback_retry_target") and k not in node))
+             and k != "verify" and not k.startswith("verify.")}
     if extra:
         node["_attractor"] = extra
     return node
 
 
 def _condition(text: str) -> str | None:
-    """A shorthand stays; an expression is kept when it parses (the engine evaluates it)."""
+    """A shorthand stays; an expression is kept when it parses (the engine evaluates it); "" is no condition."""
     text = text.strip()
+    if not text:
+        return "always"
     if text in CONDITIONS:
         return text
     try:

@@ -41,7 +41,7 @@ from .history import CallOutput
 from .matching import Match, allowed, best_match, domain_leaves_plan, is_continuation, names_plan
 from .model import Edge, Node, Plan
 from .state import (MAX_CONSUMED, emit, new_state, push_path, record_shown, remember, shown_node)
-from .routing import accelerator, normalise_label, select_edge
+from .routing import accelerator, choice_key, normalise_label, select_edge
 from .verify import Evidence, Verdict, capture, check, judged_text
 
 PROMPTS_AFTER = "prompts_after"
@@ -283,6 +283,11 @@ def apply_outcome(run: Run, node: Node, status: str, reason: str, digest: str = 
         if v["failures"] <= node.max_retries:
             s["last_outcome"], routed = "retry", "retry"
             emit(s, "retry_triggered", node=node.id, attempt=v["failures"] + 1, of=node.max_retries + 1)
+        elif node.allow_partial:  # the retries are spent and a partial result is accepted: on along success
+            v["outcome"] = "partial_success"
+            s["last_outcome"], routed = "success", "partial_success"
+            emit(s, "partial_accepted", node=node.id, reason=reason)
+            _count_progress(run, node)
         else:
             v["outcome"] = "fail"
             s["last_outcome"], routed = "exhausted", "fail"
@@ -436,6 +441,8 @@ def answer_human(run: Run, answer: str) -> None:
             return
     entry["outcome"] = "success"
     emit(s, "human_answered", node=node.id, answer=answer[:200], choice=edge.label or edge.dst, by=how)
+    _update_context(s, {"human.gate.selected": choice_key(edge.label, edge.dst),
+                        "human.gate.label": edge.label or edge.dst})
     s["outcome"] = {"status": "success", "preferred_label": edge.label}
     s["last_outcome"] = "success"
     _follow(run, edge)
@@ -489,7 +496,8 @@ def _goal_gates_hold(run: Run, exit_node: Node) -> bool:
     s = run.state
     for nid, entry in s["visited"].items():
         node = run.plan.nodes.get(nid)
-        if node is None or not node.goal_gate or entry.get("attempts", 0) == 0 or entry.get("outcome") == "success":
+        if node is None or not node.goal_gate or entry.get("attempts", 0) == 0 or \
+                entry.get("outcome") in ("success", "partial_success"):
             continue
         target = (node.retry_target or node.fallback_retry_target or run.plan.retry_target
                   or run.plan.fallback_retry_target)

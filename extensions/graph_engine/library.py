@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
@@ -48,6 +49,7 @@ class Library:
     diagnostics: tuple[Diagnostic, ...] = ()
     worst_case_turns: Mapping[str, int | None] = field(default_factory=dict)
     timings: Mapping[str, float] = field(default_factory=dict)  # seconds each plan took to check
+    dot_positions: Mapping[str, tuple[str, int, int]] = field(default_factory=dict)  # DOT plan: file, line, col
 
     def get(self, plan_id: str) -> Plan | None:
         return self.plans.get(plan_id)
@@ -219,7 +221,7 @@ def dot_files(path: str) -> list[str]:
 def with_dot_plans(data: Any, path: str, dots: list[str], use_jsonschema: bool = False) -> Library:
     """The JSON library plus the DOT plans, through the same schema and lint; DOT findings carry line:col."""
     from .dot import DotSyntaxError, parse
-    from .dot_plan import to_plan
+    from .dot_plan import DOT_OWNED_RULES, to_plan
 
     if not isinstance(data, dict) or not isinstance(data.get("plans"), dict):
         return check_document(data, path, use_jsonschema)  # raises the document's own problem
@@ -246,11 +248,13 @@ def with_dot_plans(data: Any, path: str, dots: list[str], use_jsonschema: bool =
         positions[pid] = (dot_path, graph)
         extra.extend(replace(d, file=dot_path) for d in found)
     lib = check_document(dict(data, plans=plans), path, use_jsonschema)
-    located = [_locate(d, positions) for d in lib.diagnostics] + extra
+    located = [_locate(d, positions) for d in lib.diagnostics
+               if not (d.plan in positions and d.rule in DOT_OWNED_RULES)] + extra
     broken = {d.plan for d in located if d.severity == ERROR}
     kept = {pid: p for pid, p in lib.plans.items() if pid not in broken}
     return Library(path=path, plans=kept, problems=tuple(_problem_lines(path, located)), meta=lib.meta,
-                   diagnostics=tuple(located), worst_case_turns=lib.worst_case_turns, timings=lib.timings)
+                   diagnostics=tuple(located), worst_case_turns=lib.worst_case_turns, timings=lib.timings,
+                   dot_positions={pid: (f, g.line, g.col) for pid, (f, g) in positions.items()})
 
 
 def _locate(d: Diagnostic, positions: dict[str, tuple[str, Any]]) -> Diagnostic:
@@ -259,14 +263,16 @@ def _locate(d: Diagnostic, positions: dict[str, tuple[str, Any]]) -> Diagnostic:
         return d
     dot_path, graph = positions[d.plan]
     line, col = graph.line, graph.col
-    if d.edge:
-        src, _, rest = d.edge.partition(" -(")
-        dst = rest.partition(")-> ")[2]
-        match = next((e for e in graph.edges if e.src == src and e.dst == dst), None)
-        if match is not None:
-            line, col = match.line, match.col
+    if d.index is not None and d.index < len(graph.edges):  # the plan's edges are the graph's, in order
+        line, col = graph.edges[d.index].line, graph.edges[d.index].col
     elif d.node and d.node in graph.nodes:
         line, col = graph.nodes[d.node].line, graph.nodes[d.node].col
+    else:  # a schema finding names its place in the message: plans.<id>.graph.nodes.<node>. / .edges[<i>]
+        m = re.search(r"\.graph\.(?:nodes\.([A-Za-z_][A-Za-z0-9_]*)|edges\[(\d+)\])", d.message)
+        if m and m.group(1) in graph.nodes:
+            line, col = graph.nodes[m.group(1)].line, graph.nodes[m.group(1)].col
+        elif m and m.group(2) is not None and int(m.group(2)) < len(graph.edges):
+            line, col = graph.edges[int(m.group(2))].line, graph.edges[int(m.group(2))].col
     return replace(d, line=line, col=col, file=dot_path)
 
 

@@ -34,15 +34,18 @@ RULES: Mapping[str, tuple[str, str]] = {
     "regex_unsafe": (ERROR, "a regular expression could backtrack catastrophically"),
     "regex_slow": (WARNING, "a regular expression whose repeats re-scan each other: slow on long lines"),
     "pace_level": (ERROR, "an escalate node names no valid PACE level (primary, alternate, contingent, emergency)"),
-    "start_node": (ERROR, "exactly one entry: at most one start node, and it is graph.start"),
+    "start_node": (ERROR, "exactly one entry: at most one start node, and it is graph.start (a DOT plan: exactly "
+                          "one, shape=Mdiamond or the id start)"),
     "start_no_incoming": (ERROR, "no edge leads back into the start node"),
-    "terminal_node": (ERROR, "a graph needs at least one exit node"),
+    "terminal_node": (ERROR, "a graph needs an exit node (a DOT plan: exactly one)"),
     "exit_no_outgoing": (ERROR, "exit and escalate nodes end the run; edges out of them are never taken"),
     "reachability": (ERROR, "every node is reachable from the start node"),
     "dead_end": (ERROR, "every node that is not an exit or escalation has a way out"),
     "duplicate_condition": (ERROR, "two edges from one node with the same condition: the second is never taken"),
     "decision_branches": (ERROR, "a decision needs an on_success edge and an edge for failure"),
     "failure_unrouted": (ERROR, "a check that can fail has no route once its retries are spent"),
+    "stall_possible": (ERROR, "an outcome that reaches a node and that its edges do not route for every context "
+                              "value: the run would stall there"),
     "failure_as_success": (WARNING, "a failed check leads where success leads (only an 'always' edge)"),
     "cycle_unbounded": (ERROR, "a loop that no retry budget ends"),
     "escalate_reason": (WARNING, "an escalate node without a reason tells the user nothing"),
@@ -53,14 +56,14 @@ RULES: Mapping[str, tuple[str, str]] = {
     # DOT files (Attractor rule ids where the rule is the same)
     "syntax": (ERROR, "a DOT file that does not parse (the message gives line:column)"),
     "duplicate_plan": (ERROR, "a DOT plan whose id (the digraph name) is already taken"),
-    "type_known": (ERROR, "a node whose shape or type names no handler"),
+    "type_known": (WARNING, "a node whose shape or type names no handler (it runs as a task)"),
     "type_supported": (ERROR, "a handler type the engine cannot run yet (human gate, parallel, fan-in, manager)"),
     "condition_syntax": (ERROR, "an edge condition the engine does not route on"),
-    "retry_target_exists": (ERROR, "retry_target or fallback_retry_target names no node"),
+    "retry_target_exists": (WARNING, "retry_target or fallback_retry_target names no node (it is ignored)"),
     "goal_gate_has_retry": (WARNING, "a goal gate without a retry target"),
     "prompt_on_llm_nodes": (WARNING, "a task node without a prompt or label"),
     "stylesheet_syntax": (ERROR, "a model_stylesheet that is not 'selector { key: value; }' rules"),
-    "fidelity_valid": (ERROR, "a fidelity value outside full, truncate, compact, summary:low|medium|high"),
+    "fidelity_valid": (WARNING, "a fidelity value outside full, truncate, compact, summary:low|medium|high"),
     "human_options": (ERROR, "a human gate option (edge) without a label"),
     "parallel_branches": ("info", "which nodes could run in parallel (they run one after another, in edge order)"),
 }
@@ -82,9 +85,16 @@ class Diagnostic:
     line: int | None = None  # for DOT files: 1-based position of the node, edge or graph
     col: int | None = None
     file: str | None = None
+    src: str | None = None  # an edge rule's edge, as (from, to)
+    dst: str | None = None
+    index: int | None = None  # the edge's position in the plan's edge list (to locate it in a DOT file)
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None or k in ("node", "edge")}
+        out = {k: v for k, v in asdict(self).items()
+               if (v is not None or k in ("node", "edge")) and k not in ("src", "dst", "index")}
+        if self.src is not None:
+            out["from"], out["to"] = self.src, self.dst
+        return out
 
     def text(self) -> str:
         at = f"{self.file or ''}:{self.line}:{self.col}: " if self.line is not None else ""
@@ -97,12 +107,12 @@ class Diagnostic:
 
 
 def diag(rule: str, plan: str, message: str, fix: str, node: str | None = None,
-         edge: str | None = None) -> Diagnostic:
-    return Diagnostic(rule=rule, severity=RULES[rule][0], plan=plan, node=node, edge=edge, message=message, fix=fix)
-
-
-def edge_name(e: Edge) -> str:
-    return f"{e.src} -({e.condition})-> {e.dst}"
+         edge: Edge | None = None, index: int | None = None) -> Diagnostic:
+    """A finding; an edge finding names its edge ``from -> to`` and carries both ends."""
+    return Diagnostic(rule=rule, severity=RULES[rule][0], plan=plan, node=node,
+                      edge=f"{edge.src} -> {edge.dst}" if edge is not None else None, message=message, fix=fix,
+                      src=edge.src if edge is not None else None, dst=edge.dst if edge is not None else None,
+                      index=index)
 
 
 # ── routing, as the engine does it ──────────────────────────────────────────
@@ -168,8 +178,8 @@ def resolve(plan: Plan, node_id: str, outcome: str) -> tuple[str | None, ...]:
     node = plan.nodes[node_id]
     edges, stay = possible_edges(plan, node, outcome)
     targets: set[str | None] = {node_id} if stay else set()
-    for e in edges:
-        targets |= set(settle(plan, e.dst, outcome))
+    for e in edges:  # a pass-through node further on that routes nowhere is stall_possible's finding, there
+        targets |= {t for t in settle(plan, e.dst, outcome) if t is not None}
     if not edges and not stay:
         targets.add(None)
     return tuple(sorted(targets, key=lambda t: (t is None, t or "")))
@@ -190,6 +200,76 @@ def settle(plan: Plan, node_id: str, outcome: str, depth: int = 0) -> tuple[str 
     return tuple(out)
 
 
+def route_gap(plan: Plan, node: Node, outcome: str) -> str:
+    """Why this outcome may route nowhere from the node ("" when it always routes somewhere): no edge matches
+    it, or every edge that matches also needs a context value or a preferred label that may not be there."""
+    edges, stay = possible_edges(plan, node, outcome)
+    if stay or node.type in ("parallel", "fan_in", "human"):
+        return ""
+    status = STATUS_OF[outcome]
+    if not edges:
+        outs = plan.out_edges.get(node.id, ())
+        listed = ", ".join(f"{e.src} -> {e.dst} [{e.condition}]" for e in outs)
+        return f"none of its edges ({listed}) matches '{status}'" if outs else "no edge leaves it"
+    singles = set()
+    for e in edges:
+        if not e.clauses or _outcome_clauses_hold(e.clauses, status)[1]:
+            return ""  # a shorthand, an unconditional edge, or clauses on the outcome alone: it always matches
+        rest = tuple(c for c in e.clauses if c[0] != "outcome")
+        if len(rest) == 1:
+            singles.add(rest[0])
+    if any((key, "!=" if op == "=" else "=", value) in singles for key, op, value in singles):
+        return ""  # key=v on one edge and key!=v on another: every value matches one of them
+    conds = "; ".join(f"{e.src} -> {e.dst} [{e.condition}]" for e in edges)
+    return f"every edge that matches it also needs a context value or label ({conds}); any other value routes nowhere"
+
+
+def reached(plan: Plan) -> list[tuple[str, str, str | None]]:
+    """Every (node, outcome, from task) the engine can route on: each task's outcomes, and each pass-through
+    node with the outcome that reaches it (the start with "success")."""
+    out: list[tuple[str, str, str | None]] = []
+    seen: set[tuple[str, str]] = set()
+
+    def walk(nid: str, outcome: str, origin: str | None, depth: int = 0) -> None:
+        node = plan.nodes[nid]
+        if node.type not in PASS_THROUGH or (nid, outcome) in seen or depth > MAX_PASS_THROUGH:
+            return
+        seen.add((nid, outcome))
+        out.append((nid, outcome, origin))
+        for e in possible_edges(plan, node, outcome)[0]:
+            walk(e.dst, outcome, origin, depth + 1)
+
+    walk(plan.start, "success", None)
+    for node in plan.nodes.values():
+        if node.type != "task":
+            continue
+        outcomes = ["success"] + (["retry"] if can_fail(node) and node.max_retries > 0 else []) + \
+            (["exhausted"] if can_fail(node) and not node.allow_partial else [])
+        for outcome in outcomes:
+            out.append((node.id, outcome, node.id))
+            for e in possible_edges(plan, node, outcome)[0]:
+                walk(e.dst, outcome, node.id)
+    return out
+
+
+def _stall_rules(plan: Plan) -> list[Diagnostic]:
+    """A run that can reach a node with an outcome its edges do not route: the run would stall there."""
+    found = []
+    for nid, outcome, origin in reached(plan):
+        node = plan.nodes[nid]
+        if node.type == "task" and not possible_edges(plan, node, outcome)[0] and not \
+                possible_edges(plan, node, outcome)[1]:
+            continue  # dead_end / failure_unrouted say it at the task
+        why = route_gap(plan, node, outcome)
+        if not why:
+            continue
+        came = "" if origin in (None, nid) else f" (reached from '{origin}' with outcome '{outcome}')"
+        found.append(diag("stall_possible", plan.id, f"outcome '{outcome}'{came}: {why}; the run would stall at "
+                          f"'{nid}'", f"add an edge from {nid} for outcome {STATUS_OF[outcome]} (or an "
+                          "unconditional edge as the fallback)", node=nid))
+    return found
+
+
 def can_fail(node: Node) -> bool:
     return node.type == "task" and node.verify is not None
 
@@ -204,7 +284,8 @@ def transitions(plan: Plan) -> dict[str, dict[str, tuple[str | None, ...]]]:
         if can_fail(node):
             if node.max_retries > 0:
                 outs["retry"] = resolve(plan, node.id, "retry")
-            outs["exhausted"] = resolve(plan, node.id, "exhausted")
+            # allow_partial: a failure with the retries spent is routed as a (partial) success
+            outs["exhausted"] = outs["success"] if node.allow_partial else resolve(plan, node.id, "exhausted")
         table[node.id] = outs
     return table
 
@@ -233,6 +314,7 @@ def lint_plan(plan: Plan) -> PlanReport:
     found += _shape_rules(plan)
     table = transitions(plan)
     found += _routing_rules(plan, table)
+    found += _stall_rules(plan)
     cycles = _free_cycles(plan, table)
     for members in cycles:
         found.append(diag("cycle_unbounded", plan.id,
@@ -274,7 +356,7 @@ def _shape_rules(plan: Plan) -> list[Diagnostic]:
     for e in plan.edges:
         if e.dst == plan.start and plan.nodes[plan.start].type == "start":
             found.append(diag("start_no_incoming", pid, "an edge leads into the start node",
-                              "point the edge at the first task instead", edge=edge_name(e)))
+                              "point the edge at the first task instead", edge=e, index=_index(plan, e)))
     if not any(n.type == "exit" for n in plan.nodes.values()):
         found.append(diag("terminal_node", pid, "no exit node", 'add a node of type "exit" and an edge to it'))
     reachable = _reachable(plan)
@@ -283,7 +365,7 @@ def _shape_rules(plan: Plan) -> list[Diagnostic]:
         if node.type in ("exit", "escalate"):
             for e in outs:
                 found.append(diag("exit_no_outgoing", pid, f"{node.type} node has an outgoing edge",
-                                  "remove the edge", node=node.id, edge=edge_name(e)))
+                                  "remove the edge", node=node.id, edge=e, index=_index(plan, e)))
             if node.type == "escalate" and not node.reason.strip():
                 found.append(diag("escalate_reason", pid, "escalate node has no reason",
                                   "add a 'reason' saying what went wrong", node=node.id))
@@ -299,7 +381,7 @@ def _shape_rules(plan: Plan) -> list[Diagnostic]:
             if key in seen:
                 found.append(diag("duplicate_condition", pid, f"second '{e.condition}' edge from the node",
                                   "merge the edges or give one another condition (or weight, or label)",
-                                  node=node.id, edge=edge_name(e)))
+                                  node=node.id, edge=e, index=_index(plan, e)))
             seen.add(key)
         if node.type == "parallel":
             found.append(diag("parallel_branches", pid, f"branches {', '.join(e.dst for e in outs)} could run in "
@@ -317,6 +399,10 @@ def _shape_rules(plan: Plan) -> list[Diagnostic]:
                                   "give it an on_success edge and an on_fail (or on_retry/on_exhaust) edge",
                                   node=node.id))
     return found
+
+
+def _index(plan: Plan, edge: Edge) -> int:
+    return next(i for i, e in enumerate(plan.edges) if e is edge)
 
 
 def _reachable(plan: Plan) -> set[str]:
@@ -341,7 +427,7 @@ def _routing_rules(plan: Plan, table: Mapping[str, Mapping[str, str | None]]) ->
                 found.append(diag(rule, pid, f"no route for outcome '{outcome}': the run would stall here",
                                   "add an on_exhaust (or on_fail) edge to an escalation" if outcome != "success"
                                   else "add an on_success edge", node=nid))
-        if not can_fail(node) or node.continue_on_fail:
+        if not can_fail(node) or node.continue_on_fail or node.allow_partial:
             continue
         if outs.get("exhausted") and set(outs["exhausted"]) == set(outs["success"]):
             found.append(diag("failure_as_success", pid,

@@ -113,6 +113,7 @@ class Node:
     required: bool = True
     continue_on_fail: bool = False
     goal_gate: bool = False
+    allow_partial: bool = False  # retries spent: partial_success, routed as success
     retry_target: str = ""
     fallback_retry_target: str = ""
     default_choice: str = ""  # human gates: the option taken when the answer matches none, asked twice
@@ -280,7 +281,7 @@ def _compile_node(plan_id: str, nid: str, spec: Any, where: str) -> Node:
         _expect(isinstance(value, str), plan_id, f"{where}.{key}", "must be a string", "write text")
     name = spec.get("name", nid)
     _expect(isinstance(name, str), plan_id, f"{where}.name", "must be a string", "write text")
-    flags = {k: spec.get(k, False) for k in ("continue_on_fail", "goal_gate")}
+    flags = {k: spec.get(k, False) for k in ("continue_on_fail", "goal_gate", "allow_partial")}
     for key, value in flags.items():
         _expect(isinstance(value, bool), plan_id, f"{where}.{key}", "must be true or false", "write true or false")
     refs = {k: spec.get(k, "") for k in ("retry_target", "fallback_retry_target", "default_choice")}

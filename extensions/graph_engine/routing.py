@@ -76,12 +76,23 @@ def accelerator(label: str) -> str:
     return next((g for g in m.groups() if g), "").lower() if m else ""
 
 
+def choice_key(label: str, fallback: str = "") -> str:
+    """A human gate option's key as the spec records it: the accelerator as written, else the first character."""
+    m = re.match(r"^\[([A-Za-z0-9])\]\s+|^([A-Za-z0-9])\)\s+|^([A-Za-z0-9])\s+-\s+", label.strip())
+    if m:
+        return next(g for g in m.groups() if g)
+    text = label.strip() or fallback
+    return text[:1]
+
+
 def _value(key: str, outcome: Mapping[str, Any], context: Mapping[str, Any]) -> str:
     if key == "outcome":
         return str(outcome.get("status", ""))
     if key == "preferred_label":
         return str(outcome.get("preferred_label", "") or "")
-    value = context.get(key[len("context."):], "")
+    value = context.get(key)  # the spec's order: the key as written, then without "context."
+    if value is None:
+        value = context.get(key[len("context."):])
     return "" if value is None else str(value)
 
 

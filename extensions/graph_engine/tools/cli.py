@@ -56,15 +56,20 @@ def _per_file(paths: Sequence[str], err: TextIO | None = None) -> tuple[dict[str
                 err.write(f"graph-engine validate: {exc}\n")
             continue
         found = list(lib.diagnostics)
+
+        def at(plan_id: str) -> dict[str, Any]:  # a DOT plan's info lines point at its digraph
+            pos = lib.dot_positions.get(plan_id)
+            return {"file": pos[0], "line": pos[1], "col": pos[2]} if pos else {}
+
         for plan_id, turns in lib.worst_case_turns.items():
             if plan_id in lib.plans:
                 found.append(Diagnostic(rule="worst_case_turns", severity="info", plan=plan_id, node=None, edge=None,
-                                        message=f"every run ends within {turns} turns", fix=""))
+                                        message=f"every run ends within {turns} turns", fix="", **at(plan_id)))
         slowest = sorted(lib.timings.items(), key=lambda kv: -kv[1])[:SLOWEST]
         for plan_id, seconds in slowest:
             found.append(Diagnostic(rule="check_time", severity="info", plan=plan_id, node=None, edge=None,
                                     message=f"checked in {seconds * 1000:.1f} ms (one of the {len(slowest)} slowest "
-                                            f"of {len(lib.timings)} plans)", fix=""))
+                                            f"of {len(lib.timings)} plans)", fix="", **at(plan_id)))
         per_file[path] = found
     return per_file, unreadable
 
@@ -155,8 +160,10 @@ def explain_run(path: str, library: str, as_json: bool, out: TextIO) -> int:
 
 
 def inspect_dot(path: str, as_json: bool, out: TextIO) -> int:
+    """The parsed graph after the spec's transforms (label defaults to the id, ``$goal`` expanded, the model
+    stylesheet applied), values typed, and the same findings as ``validate`` (timings left out)."""
     from ..dot import DotSyntaxError, jsonable, parse
-    from ..dot_plan import HANDLER_TO_NODE, handler_type, to_plan
+    from ..dot_spec import handler_type, node_type, stylesheet_rules, styled, view
 
     text = read_text(path, "DOT plan")
     if not path.endswith(".dot"):
@@ -168,10 +175,15 @@ def inspect_dot(path: str, as_json: bool, out: TextIO) -> int:
             out.write(json.dumps({"ok": False, "error": {"message": exc.message, "line": exc.line,
                                                          "col": exc.col}}) + "\n")
         raise CliError(f"{path}:{exc.line}:{exc.col}: {exc.message}") from None
-    _, _, found = to_plan(graph)
-    nodes = {nid: {"attrs": {k: jsonable(v) for k, v in n.attrs.items()}, "handler_type": handler_type(n.attrs),
-                   "node_type": HANDLER_TO_NODE.get(handler_type(n.attrs), "unsupported"), "line": n.line,
-                   "col": n.col} for nid, n in graph.nodes.items()}
+    found = [d for d in validate_files([path]) if d.rule != "check_time"]
+    shown = view(graph)
+    rules, _ = stylesheet_rules(graph)
+    nodes = {}
+    for nid, n in graph.nodes.items():
+        htype = handler_type(n.attrs, nid)
+        nodes[nid] = {"attrs": {k: jsonable(v) for k, v in shown[nid].items()}, "handler_type": htype,
+                      "node_type": "unsupported" if htype == "stack.manager_loop" else node_type(htype),
+                      "from_stylesheet": sorted(styled(graph, n, rules)), "line": n.line, "col": n.col}
     edges = [{"from": e.src, "to": e.dst, "attrs": {k: jsonable(v) for k, v in e.attrs.items()}, "line": e.line,
               "col": e.col} for e in graph.edges]
     report = {"ok": True, "graph": {"name": graph.name, "attrs": {k: jsonable(v) for k, v in graph.attrs.items()}},
