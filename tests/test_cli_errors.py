@@ -86,7 +86,7 @@ TABLE = [
      "unknown status 'failed'; did you mean 'fail'?"),
     (["select", B, "--plan", "bugfix_workflow", "--from", "test", "--outcome", '{"status": "fail"}',
       "--context", "[1]"], 2, "--context must be a JSON object"),
-    (["select", "{unrouted}", "--from", "t", "--outcome", '{"status": "fail"}'], 1, ""),  # no edge: a finding
+    (["select", "{unrouted}", "--from", "t", "--outcome", '{"status": "fail"}'], 0, ""),  # no edge: null, an answer
     (["simulate", B, "--plan", "bugfix_workflow", "--outcomes", '{"tset": [{"status": "fail"}]}'], 2,
      "no node 'tset'; did you mean 'test'?"),
     (["simulate", B, "--plan", "bugfix_workflow", "--outcomes", '{"test": [{"status": "flaky"}]}'], 2,

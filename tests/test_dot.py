@@ -444,7 +444,10 @@ def test_simulate_every_shipped_plan(plan_id, capsys):
     assert cli.main(["simulate", str(LIBRARY), "--plan", plan_id, "--outcomes", "{}", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     plan = load_library_file(str(LIBRARY)).plans[plan_id]
-    assert out["final_status"] == "success" and out["completed_nodes"] == list(plan.success_path)
+    assert out["final_status"] == "success" and out["end"] == "completed"
+    # the spec's completed_nodes: the start and every node left, in order (the exit ends the run)
+    assert out["completed_nodes"] == out["node_sequence"][:-1] and out["completed_nodes"][0] == plan.start
+    assert [n for n in out["completed_nodes"] if n in plan.success_index] == list(plan.success_path)
     assert out["node_sequence"][0] == plan.start and plan.nodes[out["node_sequence"][-1]].type == "exit"
 
 
@@ -453,7 +456,7 @@ def test_simulate_scripted_failures_escalate_with_retries_counted(capsys, tmp_pa
     assert cli.main(["simulate", str(LIBRARY), "--plan", "bugfix_workflow", "--outcomes", json.dumps(outcomes),
                      "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["final_status"] == "escalated" and out["attempts"]["test"] == 3 and out["attempts"]["fix"] == 3
+    assert (out["final_status"], out["end"]) == ("fail", "escalated") and out["attempts"]["test"] == 3 and out["attempts"]["fix"] == 3
     assert out["failure_reason"] == "The bug is not fixed: the fix or its tests still fail after the allowed attempts"
     assert [s["retries_left"] for s in out["steps"] if s["node"] == "test"] == [1, 0, 0]
     expect = tmp_path / "expect.json"
@@ -479,7 +482,9 @@ def test_simulate_human_gates_with_answers_and_auto_approve(tmp_path, capsys):
     assert cli.main(["simulate", str(path), "--outcomes", "{}", "--auto-approve", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["node_sequence"] == ["start", "review_gate", "ship", "exit"]
     assert cli.main(["simulate", str(path), "--outcomes", "{}", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["final_status"] == "waiting"
+    waiting = json.loads(capsys.readouterr().out)
+    assert (waiting["final_status"], waiting["end"]) == ("fail", "waiting")
+    assert waiting["failure_reason"] == "human gate 'review_gate' waits for an answer (pass --answers or --auto-approve)"
 
 
 def test_simulate_captures_route_a_decision(tmp_path, capsys):
@@ -506,7 +511,7 @@ def test_simulate_captures_route_a_decision(tmp_path, capsys):
     path.write_text(src)
     assert cli.main(["simulate", str(path), "--outcomes", json.dumps(outcomes), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["context"] == {"lang": "node"} and "js" in out["node_sequence"] and "py" not in out["node_sequence"]
+    assert out["context"] == {"lang": "node", "outcome": "success"} and "js" in out["node_sequence"] and "py" not in out["node_sequence"]
 
 
 def test_simulate_a_transcript_through_the_adapters(tmp_path, capsys):
@@ -521,6 +526,6 @@ def test_simulate_a_transcript_through_the_adapters(tmp_path, capsys):
     assert cli.main(["simulate", str(LIBRARY), "--plan", "bugfix_workflow", "--transcript", str(transcript),
                      "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["final_status"] == "active" and out["node_sequence"][-1] == "gather_context"
+    assert out["final_status"] == out["end"] == "active" and out["node_sequence"][-1] == "gather_context"
     assert [(s["node"], s["outcome"]) for s in out["steps"] if s["type"] == "node_verified"] == [
         ("reproduce", "success"), ("isolate", "fail")]

@@ -21,7 +21,7 @@ from ..schema import jsonschema_available
 from . import standin as a0
 from . import triggers as trig
 from .inputs import (FINDING, CliError, answers_arg, expect_arg, json_arg, json_file, load_library, node_of, one_of,
-                     outcomes_arg, pick_plan, read_text, run_log, status_of, transcript_arg)
+                     outcome_arg, outcomes_arg, pick_plan, read_text, run_log, transcript_arg)
 
 FORMATS = ("dot", "mermaid", "svg", "png")
 SLOWEST = 5  # validate names the plans that took longest to check
@@ -125,17 +125,18 @@ def triggers(library: str | None, cases: str | None, as_json: bool, out: TextIO,
 # ── prompts, explain, inspect ───────────────────────────────────────────────
 
 
-def prompts_cmd(path: str, plan_id: str | None, out: TextIO) -> int:
-    """Every text a plan (or every plan of a library) can show the model, as the golden files hold them."""
-    from .prompts import document
+def prompts_cmd(path: str, plan_id: str | None, out: TextIO, as_json: bool = False) -> int:
+    """Every text a plan (or every plan of a library) can show the model, as the golden files hold them;
+    ``as_json``: ``{"plans": {id: [{"title", "text"}]}}``."""
+    from .prompts import document, sections
 
-    lib = load_library(path)
-    if plan_id is None:
-        for pid in lib.plans:
-            out.write(document(lib.plans[pid]) + "\n")
+    plans = list(load_library(path).plans.values()) if plan_id is None else [pick_plan(path, plan_id).plan]
+    if as_json:
+        out.write(json.dumps({"plans": {p.id: [{"title": sec.title, "text": sec.text} for sec in sections(p)]
+                                        for p in plans}}, indent=2) + "\n")
         return 0
-    source = pick_plan(path, plan_id)
-    out.write(document(source.plan) + "\n")
+    for plan in plans:
+        out.write(document(plan) + "\n")
     return 0
 
 
@@ -207,7 +208,9 @@ def inspect_dot(path: str, as_json: bool, out: TextIO) -> int:
 
 
 def export_plan(path: str, plan_id: str | None, fmt: str, trace: str | None, out: TextIO,
-                output: str | None = None, render: bool = False) -> int:
+                output: str | None = None, render: bool = False, as_json: bool = False) -> int:
+    """A plan as DOT or mermaid text, or a picture through Graphviz; ``as_json``: ``{"plan", "format",
+    "text"}`` (or ``"output"`` and ``"bytes"`` for a picture written to a file)."""
     from ..dot_plan import to_dot
     from ..render_graph import mermaid, picture, trace_counts
 
@@ -222,16 +225,24 @@ def export_plan(path: str, plan_id: str | None, fmt: str, trace: str | None, out
     else:  # the plan as DOT that re-imports to the same plan
         text = to_dot(source.plan_id, source.raw)
     if fmt in ("svg", "png"):
-        _graphviz(text, fmt, output)
+        if as_json and fmt == "png" and not output:
+            raise CliError("--json with --format png needs --output FILE (a PNG is not text)")
+        data = _graphviz(text, fmt, output, quiet=as_json)
+        if as_json:
+            shown = {"output": output, "bytes": len(data)} if output else {"text": data.decode("utf-8")}
+            out.write(json.dumps({"plan": source.plan_id, "format": fmt, **shown}, indent=2) + "\n")
         return 0
     if output:
         _write(output, text.encode("utf-8"))
-    else:
+    if as_json:
+        shown = {"output": output, "bytes": len(text.encode("utf-8"))} if output else {"text": text}
+        out.write(json.dumps({"plan": source.plan_id, "format": fmt, **shown}, indent=2) + "\n")
+    elif not output:
         out.write(text)
     return 0
 
 
-def _graphviz(text: str, fmt: str, output: str | None) -> None:
+def _graphviz(text: str, fmt: str, output: str | None, quiet: bool = False) -> bytes:
     binary = shutil.which("dot")
     if binary is None:
         raise CliError(f"--format {fmt} needs Graphviz's 'dot' program, which is not installed (Debian: apt-get "
@@ -242,9 +253,10 @@ def _graphviz(text: str, fmt: str, output: str | None) -> None:
         raise CliError(f"Graphviz's dot failed ({first[0] if first else proc.returncode}); nothing was written")
     if output:
         _write(output, proc.stdout)
-    else:
+    elif not quiet:
         sys.stdout.flush()
         sys.stdout.buffer.write(proc.stdout)
+    return proc.stdout
 
 
 def _write(path: str, data: bytes) -> None:
@@ -260,28 +272,28 @@ def _write(path: str, data: bytes) -> None:
 
 def select_cmd(path: str, plan_id: str | None, node: str, outcome: str, context: str, as_json: bool,
                out: TextIO) -> int:
+    """The edge the engine would take: ``{"target": id or null, "why": [...]}`` (and ``stay``, ``condition``).
+    A null target is an answer (the run would stall or end there), not an error: exit 0."""
     from .simulate import select
 
     source = pick_plan(path, plan_id)
     node_of(source, node)
-    chosen = json_arg(outcome, "--outcome", '{"status": "fail"}')
-    if not isinstance(chosen, dict):
-        raise CliError('--outcome must be a JSON object, e.g. \'{"status": "fail", "preferred_label": "Fix"}\'')
-    status_of(chosen.get("status", "success"), "--outcome")
+    chosen = outcome_arg(outcome)
     ctx = json_arg(context, "--context", '{"lang": "python"}') if context else {}
     if not isinstance(ctx, dict):
         raise CliError("--context must be a JSON object of names and values, e.g. '{\"lang\": \"python\"}'")
     result = select(source.plan, node, chosen, ctx)
-    code = FINDING if result["target"] is None else 0  # no edge for this outcome: the run would stall there
     if as_json:
         out.write(json.dumps(result, indent=2) + "\n")
-        return code
-    target = result["target"] if result["target"] is not None else "(none: the run would stall)"
-    how = "stays (a retry in place)" if result["stay"] else f"via {result['condition']}"
-    out.write(f"{node} -> {target} {how if result['target'] is not None else ''}".rstrip() + "\n")
+        return 0
+    if result["target"] is None:
+        out.write(f"{node} -> (none: no edge for outcome '{chosen['status']}'; the run would stall here)\n")
+    else:
+        how = "stays (a retry in place)" if result["stay"] else f"via {result['condition']}"
+        out.write(f"{node} -> {result['target']} {how}\n")
     for entry in result["why"]:
         out.write(f"  {entry.get('condition', ''):<24} -> {entry.get('to', ''):<20} {entry.get('verdict', '')}\n")
-    return code
+    return 0
 
 
 def simulate_cmd(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -300,8 +312,8 @@ def simulate_cmd(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(json.dumps(dict(shown, divergence=problem) if expected is not None else shown, indent=2) + "\n")
     else:
         _simulation_text(result, problem, out)
-    if result["final_status"] in ("stalled", "max_steps"):
-        err.write(f"graph-engine simulate: the run {result['final_status'].replace('_', ' ')} at "
+    if result["end"] in ("stalled", "max_steps"):
+        err.write(f"graph-engine simulate: the run {result['end'].replace('_', ' ')} at "
                   f"'{(result['node_sequence'] or ['?'])[-1]}': {result['failure_reason'] or 'no route'} (a defect "
                   "of the plan: add an edge for that outcome)\n")
         return FINDING
@@ -320,7 +332,7 @@ def _simulation_text(result: dict[str, Any], problem: str, out: TextIO) -> None:
         did = st.get("status") or f"answer {st.get('answer')!r}"
         left = "" if st["retries_left"] is None else f"  attempts left {st['retries_left']}"
         out.write(f"{st['node']:<24} {did:<16} {st['verdict']:<8} {via}{left}\n")
-    out.write(f"final: {result['final_status']}" + (f" ({result['failure_reason']})"
+    out.write(f"final: {result['final_status']} ({result['end']})" + (f": {result['failure_reason']}"
                                                    if result["failure_reason"] else "") + "\n")
     out.write("path: " + " -> ".join(result["node_sequence"]) + "\n")
     if problem:
@@ -337,6 +349,7 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     dm = sub.add_parser("demo", help="drive a bug-fix session through the Agent-Zero stand-in and print each pass")
     dm.add_argument("--out", default="graph-engine-demo", help="folder for the demo's project and audit log")
+    dm.add_argument("--json", action="store_true", help="print one JSON object: the passes, the prompt, the result")
     val = sub.add_parser("validate", help="check plan library files: schema and lint (exit 1 on any error)")
     val.add_argument("paths", nargs="+", metavar="PATH")
     val.add_argument("--json", action="store_true", help="print a JSON list of findings")
@@ -347,6 +360,7 @@ def parser() -> argparse.ArgumentParser:
     pro = sub.add_parser("prompts", help="every text a plan can show the model: steps, failures, notices")
     pro.add_argument("file", nargs="?", default=str(a0.LIBRARY), metavar="FILE", help="a library (default: bundled)")
     pro.add_argument("--plan", help="one plan (default: every plan of the library)")
+    pro.add_argument("--json", action="store_true", help='print {"plans": {id: [{"title", "text"}]}}')
     ex = sub.add_parser("explain", help="why each edge of a run was taken (audit log .jsonl or saved state .json)")
     ex.add_argument("run", metavar="RUN_OR_STATE")
     ex.add_argument("--library", default=str(a0.LIBRARY))
@@ -358,12 +372,14 @@ def parser() -> argparse.ArgumentParser:
     exp.add_argument("--library", default=str(a0.LIBRARY))
     exp.add_argument("--plan", help="the plan (needed when the library holds more than one)")
     exp.add_argument("--format", default="dot", help="dot or mermaid")
+    exp.add_argument("--json", action="store_true", help='print {"plan", "format", "text"}')
     ren = sub.add_parser("render", help="a plan as a picture (dot, mermaid, svg, png), a run's path highlighted")
     ren.add_argument("file", metavar="FILE", help="a library .json or a .dot file")
     ren.add_argument("--plan")
     ren.add_argument("--format", default="dot", help="dot, mermaid, svg or png")
     ren.add_argument("--trace", metavar="RUN_OR_STATE", help="an audit log (.jsonl) or saved state (.json)")
     ren.add_argument("--output", "-o", metavar="FILE", help="write here (written only when the picture is made)")
+    ren.add_argument("--json", action="store_true", help='print {"plan", "format", "text"} (or "output", "bytes")')
     sel = sub.add_parser("select", help="the edge the engine would take from a node for an outcome")
     sel.add_argument("file", metavar="FILE")
     sel.add_argument("--plan")
@@ -389,22 +405,23 @@ def parser() -> argparse.ArgumentParser:
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.command == "demo":
         from .demo import demo
-        return demo(out, args.out)
+        return demo(out, args.out, args.json)
     if args.command == "validate":
         return validate(args.paths, args.json, out, err)
     if args.command == "triggers":
         return triggers(args.library, args.cases, args.json, out, err)
     if args.command == "prompts":
-        return prompts_cmd(args.file, args.plan, out)
+        return prompts_cmd(args.file, args.plan, out, args.json)
     if args.command == "explain":
         return explain_run(args.run, args.library, args.json, out)
     if args.command == "inspect":
         return inspect_dot(args.file, args.json, out)
     if args.command == "export":
-        return export_plan(args.library, args.plan, one_of(args.format, ("dot", "mermaid"), "--format"), None, out)
+        return export_plan(args.library, args.plan, one_of(args.format, ("dot", "mermaid"), "--format"), None, out,
+                           as_json=args.json)
     if args.command == "render":
         return export_plan(args.file, args.plan, one_of(args.format, FORMATS, "--format"), args.trace, out,
-                           args.output, render=True)
+                           args.output, render=True, as_json=args.json)
     if args.command == "select":
         return select_cmd(args.file, args.plan, args.node, args.outcome, args.context, args.json, out)
     return simulate_cmd(args, out, err)

@@ -9,6 +9,8 @@ back the way ``graph-engine explain`` reads it.
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import textwrap
 from pathlib import Path
@@ -49,14 +51,20 @@ def _script(workdir: Path) -> tuple[str, list[Reply]]:
     return message, replies
 
 
-def demo(out: TextIO, folder: str = DEFAULT_OUT) -> int:
+def demo(out: TextIO, folder: str = DEFAULT_OUT, as_json: bool = False) -> int:
+    """The session, printed pass by pass; ``as_json``: one JSON object with the same facts (the passes, the
+    final prompt text, the audit log's path, the result)."""
     root = Path(folder).resolve()
     workdir = root / "project"
     workdir.mkdir(parents=True, exist_ok=True)
     saved = os.environ.get("A0_ROOT")
     os.environ["A0_ROOT"] = str(root / "a0")  # the audit log and any report go under the output folder
+    facts: dict[str, Any] = {"passes": []}
     try:
-        return _run(workdir, root, out)
+        code = _run(workdir, root, io.StringIO() if as_json else out, facts)
+        if as_json:
+            out.write(json.dumps(dict(facts, completed=code == 0), indent=2) + "\n")
+        return code
     finally:
         if saved is None:
             os.environ.pop("A0_ROOT", None)
@@ -64,9 +72,10 @@ def demo(out: TextIO, folder: str = DEFAULT_OUT) -> int:
             os.environ["A0_ROOT"] = saved
 
 
-def _run(workdir: Path, root: Path, out: TextIO) -> int:
+def _run(workdir: Path, root: Path, out: TextIO, facts: dict[str, Any]) -> int:
     message, replies = _script(workdir)
     session = Session()
+    facts.update(library=str(a0.LIBRARY), user=message)
     out.write(f"Library: {a0.LIBRARY}\nUser: {message}\n")
     session.user(message)
     seq = 0
@@ -89,10 +98,12 @@ def _run(workdir: Path, root: Path, out: TextIO) -> int:
         if current:
             out.write(f"shown    {current}\n")
         out.write(f"model    {_reply_summary(reply)}\n")
+        facts["passes"].append({"pass": record.iteration, "events": [e for e in new if describe(e)],
+                                "prompt": first, "current_step": current, "model": _reply_summary(reply)})
         previous = reply
         if not session.monologue_open:
             break
-    return _summary(session, root, out)
+    return _summary(session, root, out, facts)
 
 
 def _events_since(session: Session, seq: int) -> list[dict[str, Any]]:
@@ -144,7 +155,7 @@ def view(item: Any) -> str:
     return "\n".join([item.heading, *("  " + line for line in item.content.splitlines()), *table])
 
 
-def _summary(session: Session, root: Path, out: TextIO) -> int:
+def _summary(session: Session, root: Path, out: TextIO, facts: dict[str, Any]) -> int:
     final = getattr(session.agent, "_htn_last_run", None) or {}
     shown = cards(session.log)
     if shown:
@@ -160,10 +171,12 @@ def _summary(session: Session, root: Path, out: TextIO) -> int:
     library = check_document(parse_json(a0.LIBRARY.read_bytes()), str(a0.LIBRARY))
     run = root / "a0" / "usr" / "graph_engine" / "runs" / session.agent.context.id / f"{final.get('run_id')}.jsonl"
     if run.is_file():
-        events, facts = load_events(str(run))
+        events, run_facts = load_events(str(run))
         out.write(f"\nAudit log ({len(events)} lines, kept): {run}\n`graph-engine explain {run}` says:\n")
-        out.write(textwrap.indent(format_steps(explain(library.get(facts["plan"]), events), facts), "  ") + "\n")
+        out.write(textwrap.indent(format_steps(explain(library.get(run_facts["plan"]), events), run_facts), "  ") + "\n")
     done = [e for e in final.get("events", []) if e["type"] == "plan_completed"]
+    facts.update(final_prompt=injected, audit_log=str(run) if run.is_file() else None,
+                 events=len(final.get("events", [])), path_len=final.get("path_len", 0), folder=str(root))
     out.write(f"\nResult: {'workflow completed' if done else 'workflow did not complete'}; "
               f"{len(final.get('events', []))} events, path length {final.get('path_len', 0)}; "
               f"the files of this run are in {root}\n")

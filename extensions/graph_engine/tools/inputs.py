@@ -168,6 +168,38 @@ def status_of(value: Any, where: str) -> str:
     return value
 
 
+def outcome_arg(text: str) -> dict[str, Any]:
+    """--outcome: an outcome object, ``{"status": ...}`` or the spec's status file ``{"outcome": ...}`` (with
+    ``preferred_label``, ``suggested_next_ids``, ``context_updates``), or just a status (``fail``,
+    ``'"fail"'``); statuses in any letter case (``SUCCESS``)."""
+    example = '{"status": "fail", "preferred_label": "Fix"}'
+    try:
+        data: Any = json.loads(text)
+    except ValueError:
+        if text.strip().lower() not in STATUSES:
+            raise CliError(f"--outcome is not valid JSON; for example --outcome '{example}'") from None
+        data = text.strip()
+    if isinstance(data, str):
+        data = {"status": data}
+    if not isinstance(data, dict):
+        raise CliError(f"--outcome must be a JSON object, e.g. '{example}'")
+    return normal_outcome(data, "--outcome")
+
+
+def normal_outcome(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """An outcome with its status under ``status`` (the spec's ``outcome`` key accepted), in lower case."""
+    data = dict(data)
+    if "status" not in data and "outcome" in data:
+        data["status"] = data.pop("outcome")
+    status = data.get("status", "success")
+    data["status"] = status_of(status.lower() if isinstance(status, str) else status, where)
+    for key in ("preferred_label", "suggested_next_ids", "context_updates"):
+        kind = {"preferred_label": str, "suggested_next_ids": list, "context_updates": dict}[key]
+        if data.get(key) is not None and not isinstance(data[key], kind):
+            raise CliError(f"{where}: {key} must be a {kind.__name__}")
+    return data
+
+
 def outcomes_arg(text: str, source: Source) -> dict[str, list[dict[str, Any]]]:
     """--outcomes: node -> a list of outcomes, one per visit; every node must exist, every status be known."""
     example = '{"test": [{"status": "fail"}, {"status": "success"}]}'
@@ -180,8 +212,7 @@ def outcomes_arg(text: str, source: Source) -> dict[str, list[dict[str, Any]]]:
             visits = data[node] = [visits]
         if not isinstance(visits, list) or not all(isinstance(v, dict) for v in visits):
             raise CliError(f"--outcomes: node '{node}' needs a list of outcome objects, e.g. '{example}'")
-        for i, v in enumerate(visits):
-            status_of(v.get("status", "success"), f"--outcomes {node}[{i}]")
+        data[node] = [normal_outcome(v, f"--outcomes {node}[{i}]") for i, v in enumerate(visits)]
     return data
 
 

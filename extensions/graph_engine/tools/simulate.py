@@ -45,6 +45,17 @@ def run_outcomes(plan: Plan, outcomes: dict[str, list[dict[str, Any]]], answers:
         last = log[-1]["seq"] if log else 0
         log.extend(e for e in run.state["events"] if e["seq"] > last)
 
+    ctx: dict[str, Any] = {"graph.goal": plan.description} if plan.description else {}  # the spec's run context
+
+    def record() -> None:
+        """The spec's context after a node: its updates (in the engine's context), outcome, preferred label."""
+        ctx.update(run.state.get("context", {}))
+        last = run.state.get("outcome") or {}
+        if last.get("status"):
+            ctx["outcome"] = last["status"]
+        if last.get("preferred_label"):
+            ctx["preferred_label"] = last["preferred_label"]
+
     for _ in range(MAX_STEPS):
         if run.fx.ended or run.state.get("stalled"):
             break
@@ -61,6 +72,7 @@ def run_outcomes(plan: Plan, outcomes: dict[str, list[dict[str, Any]]], answers:
                 waiting = True
                 break
             engine.answer_human(run, str(answer))
+            record()
             steps.append(_step(run, node.id, seq, kind="answer", answer=answer))
             collect()
             continue
@@ -71,22 +83,42 @@ def run_outcomes(plan: Plan, outcomes: dict[str, list[dict[str, Any]]], answers:
         engine.apply_outcome(run, node, status, outcome.get("reason", f"scripted {status}"),
                              preferred_label=str(outcome.get("preferred_label", "") or ""),
                              suggested=[str(x) for x in outcome.get("suggested_next_ids", []) or []])
+        record()
         steps.append(_step(run, node.id, seq, kind="outcome", status=status))
         collect()
     s = run.state
-    final = run.fx.ended or ("stalled" if s.get("stalled") else "waiting" if waiting else "max_steps")
+    end = run.fx.ended or ("stalled" if s.get("stalled") else "waiting" if waiting else "max_steps")
+    ctx.update(s.get("context", {}))
     return {
         "node_sequence": _sequence(log),
-        "completed_nodes": list(s["steps_completed"]),
-        "final_status": {"completed": "success", "escalated": "escalated"}.get(final, final),
-        "failure_reason": s.get("stalled") or (s.get("escalation") or {}).get("reason", "") or
-        ("" if final == "completed" else s.get("last_failure", "")),
-        "context": dict(s.get("context", {})),
+        "completed_nodes": completed(log),
+        "final_status": "success" if end == "completed" else "fail",
+        "end": end,
+        "failure_reason": _reason(end, s, log),
+        "context": ctx,
         "attempts": {nid: v.get("attempts", 0) for nid, v in s["visited"].items() if v.get("attempts")},
         "questions": questions,
         "steps": steps,
         "events": log,
     }
+
+
+def completed(events: list[dict[str, Any]]) -> list[str]:
+    """The spec's ``completed_nodes``: every node the run finished and left, in order (the start first; a node
+    left twice is listed twice); the exit ends the run and is not listed, nor a node a goal gate jumps from."""
+    return [e["from"] for e in events if e["type"] == "edge_followed" and e["condition"] != "goal_gate"]
+
+
+def _reason(end: str, s: dict[str, Any], log: list[dict[str, Any]]) -> str:
+    """Why a run did not succeed: the stall, the escalation, the end (an unsatisfied goal gate), the wait."""
+    if end == "completed":
+        return ""
+    if end == "waiting":
+        return f"human gate '{s['current_node']}' waits for an answer (pass --answers or --auto-approve)"
+    if end == "max_steps":
+        return f"no end after {MAX_STEPS} steps"
+    ended = next((e.get("reason", "") for e in reversed(log) if e["type"] in ("plan_ended", "plan_escalated")), "")
+    return s.get("stalled") or (s.get("escalation") or {}).get("reason", "") or ended or s.get("last_failure", "")
 
 
 def _sequence(events: list[dict[str, Any]]) -> list[str]:
@@ -110,9 +142,15 @@ def _step(run: engine.Run, node_id: str, seq: int, **what: Any) -> dict[str, Any
 
 
 def select(plan: Plan, node_id: str, outcome: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
+    """The edge taken from a node for an outcome, as the spec orders it: the outcome's ``context_updates`` are
+    applied to the context first (spec 3.2, step 4), then the edges are tried (``routing.select_edge``)."""
     node = plan.nodes[node_id]
     kind = {"decision": "decision", "human": "human", "start": "pass", "checkpoint": "pass"}.get(node.type, "task")
+    context = {**context, **(outcome.get("context_updates") or {})}
     edge, why, stay = select_edge(plan, node_id, outcome, context, kind)
+    for entry in why:
+        if isinstance(entry.get("weight"), float) and entry["weight"].is_integer():
+            entry["weight"] = int(entry["weight"])  # the spec's weights are integers
     return {"target": node_id if stay else (edge.dst if edge else None), "stay": stay,
             "condition": edge.condition if edge else None, "why": why}
 
@@ -170,10 +208,10 @@ def run_transcript(plan_id: str, raw_plan: dict[str, Any], lines: list[dict[str,
     events = state.get("events", [])
     ended = next((e["type"] for e in reversed(events) if e["type"].startswith("plan_") and
                   e["type"] != "plan_activated"), "")
-    return {"node_sequence": _sequence(events) if events else [], "completed_nodes": state.get("steps_completed", []),
-            "final_status": {"plan_completed": "success", "plan_escalated": "escalated", "plan_expired": "expired",
-                             "plan_ended": "ended", "plan_aborted": "aborted"}.get(ended, "active" if events else
-                                                                                   "not started"),
+    end = {"plan_completed": "completed", "plan_escalated": "escalated", "plan_expired": "expired",
+           "plan_ended": "ended", "plan_aborted": "aborted"}.get(ended, "active" if events else "not started")
+    return {"node_sequence": _sequence(events) if events else [], "completed_nodes": completed(events),
+            "final_status": "success" if end == "completed" else "fail" if ended else end, "end": end,
             "failure_reason": state.get("last_failure", ""), "context": state.get("context", {}),
             "attempts": {k: v.get("attempts", 0) for k, v in state.get("visited", {}).items() if v.get("attempts")},
             "questions": [], "steps": [e for e in events if e["type"] in ("node_verified", "edge_followed",
