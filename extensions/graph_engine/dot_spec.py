@@ -9,10 +9,12 @@
   rule wins), then the graph's own values of those keys.  ``view`` gives these attributes without changing the
   parsed graph.
 * **Lint** (spec 7.2), each finding with the line and column of its node, edge or graph: ``start_node`` and
-  ``terminal_node`` (exactly one each), ``edge_target_exists``, ``start_no_incoming``, ``exit_no_outgoing``,
+  ``terminal_node`` (exactly one each), ``start_no_incoming``, ``exit_no_outgoing``,
   ``reachability`` (always, whatever else is wrong), ``dead_end``, ``condition_syntax`` (every bad edge),
   ``type_known`` / ``fidelity_valid`` / ``retry_target_exists`` / ``goal_gate_has_retry`` /
-  ``prompt_on_llm_nodes`` (warnings), ``type_supported`` and ``stylesheet_syntax`` (errors).
+  ``prompt_on_llm_nodes`` (warnings), ``type_supported`` and ``stylesheet_syntax`` (errors).  A node named only
+  by an edge exists, as in Graphviz and the spec's own human-gate example (``edge_target_exists`` cannot
+  happen in DOT); with no prompt or label it gets the ``prompt_on_llm_nodes`` warning.
 """
 
 from __future__ import annotations
@@ -292,11 +294,6 @@ def _node_rules(g: DotGraph, pid: str) -> list[Diagnostic]:
                             "ignored)", "point it at a declared node", g))
     for nid, n in g.nodes.items():
         htype = handler_type(n.attrs, nid)
-        if not n.declared:
-            first = next((e for e in g.edges if nid in (e.src, e.dst)), None)
-            found.append(_d("edge_target_exists", "error", pid, f"node '{nid}' is used by an edge but never declared",
-                            f"declare it: {nid} [label=\"...\"]", n, node=nid,
-                            edge=(first.src, first.dst) if first else None))
         if htype in UNSUPPORTED:
             found.append(_d("type_supported", "error", pid, f"{UNSUPPORTED[htype]} nodes ({htype}) are parsed but "
                             "the engine cannot run them", "use task and decision nodes", n, node=nid))
@@ -309,8 +306,9 @@ def _node_rules(g: DotGraph, pid: str) -> list[Diagnostic]:
             found.append(_d("fidelity_valid", "warning", pid, f"fidelity {fid!r} is not one of {', '.join(FIDELITY)}",
                             "use one of those modes", n, node=nid))
         if htype == "codergen" and not (n.attrs.get("prompt") or n.attrs.get("label")):
-            found.append(_d("prompt_on_llm_nodes", "warning", pid, "task node without a prompt or label",
-                            "add prompt=\"...\"", n, node=nid))
+            how = "" if n.declared else " (only named by an edge: a typo of another node's id?)"
+            found.append(_d("prompt_on_llm_nodes", "warning", pid, f"task node without a prompt or label{how}",
+                            f"declare it with a prompt: {nid} [prompt=\"...\"]", n, node=nid))
         for key in ("retry_target", "fallback_retry_target"):
             target = n.attrs.get(key)
             if target not in (None, "") and str(target) not in g.nodes:

@@ -248,8 +248,10 @@ def with_dot_plans(data: Any, path: str, dots: list[str], use_jsonschema: bool =
         positions[pid] = (dot_path, graph)
         extra.extend(replace(d, file=dot_path) for d in found)
     lib = check_document(dict(data, plans=plans), path, use_jsonschema)
+    said = {(d.rule, d.plan, d.node, d.edge) for d in extra}  # the DOT lint's finding says it with its position
     located = [_locate(d, positions) for d in lib.diagnostics
-               if not (d.plan in positions and d.rule in DOT_OWNED_RULES)] + extra
+               if not (d.plan in positions and (d.rule in DOT_OWNED_RULES or (d.rule, d.plan, d.node, d.edge) in said))
+               ] + extra
     broken = {d.plan for d in located if d.severity == ERROR}
     kept = {pid: p for pid, p in lib.plans.items() if pid not in broken}
     return Library(path=path, plans=kept, problems=tuple(_problem_lines(path, located)), meta=lib.meta,

@@ -18,7 +18,7 @@ fail               on_exhaust, on_fail              on_fail, on_exhaust
 skipped            (none)                           (none)
 =================  ===============================  ===============================
 
-Selection, in order:
+Selection, in order (a ``partial_success`` that no edge names is then routed as ``success``):
 1. the conditional edges that match: highest ``weight``, then the most specific (expressions before
    shorthands, more clauses first, shorthands in the order of the table), then target id;
 2. a retry with no matching edge stays on the node (the step is retried in place);
@@ -154,6 +154,8 @@ def _select(plan: Any, node_id: str, outcome: Mapping[str, Any], context: Mappin
     if matching:
         chosen = min(matching, key=lambda m: m[0])[1]
         return chosen, _mark(why, chosen, "taken: best matching conditional edge"), False
+    if status == "partial_success":  # no edge names it: a partial success is routed as a success
+        return _select(plan, node_id, {**outcome, "status": "success"}, context, kind, explain)
     if status == "retry" and kind == "task":
         return None, _mark(why, None, ""), True
     label = normalise_label(str(outcome.get("preferred_label", "") or ""))
