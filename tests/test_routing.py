@@ -34,11 +34,16 @@ def test_conditions_parse_and_evaluate():
             parse_condition(bad)
 
 
-def test_step_1_matching_conditional_edges_by_weight_then_specificity_then_target():
-    p = plan_with([{"to": "b", "condition": "on_success"}, {"to": "a", "condition": "outcome=success"},
-                   {"to": "c", "condition": "outcome=success && context.fast=yes"}])
-    assert target(p, {"status": "success"}) == "a"  # an expression beats a shorthand
-    assert target(p, {"status": "success"}, {"fast": "yes"}) == "c"  # more clauses: more specific
+def test_step_1_matching_conditional_edges_by_weight_then_expressions_then_target():
+    """Spec 3.3: 'SORT edges BY (weight DESCENDING, to_node ASCENDING)' among the edges whose condition matches;
+    a shorthand (this pack's) comes after an expression."""
+    p = plan_with([{"to": "b", "condition": "on_success"}, {"to": "c", "condition": "outcome=success"},
+                   {"to": "a", "condition": "outcome=success && context.fast=yes"}])
+    assert target(p, {"status": "success"}) == "c"  # an expression beats a shorthand
+    assert target(p, {"status": "success"}, {"fast": "yes"}) == "a"  # both expressions match: the target id
+    p = plan_with([{"to": "z", "condition": "outcome=success && context.fast=yes"},
+                   {"to": "c", "condition": "outcome=success"}], extra_nodes={"z": {"type": "task"}})
+    assert target(p, {"status": "success"}, {"fast": "yes"}) == "c"  # more clauses do not win, the id does
     p = plan_with([{"to": "b", "condition": "on_success", "weight": 2}, {"to": "a", "condition": "outcome=success"}])
     assert target(p, {"status": "success"}) == "b"  # weight first
     p = plan_with([{"to": "b", "condition": "outcome=success"}, {"to": "a", "condition": "outcome!=fail"}])

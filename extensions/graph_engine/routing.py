@@ -19,8 +19,8 @@ skipped            (none)                           (none)
 =================  ===============================  ===============================
 
 Selection, in order (a ``partial_success`` that no edge names is then routed as ``success``):
-1. the conditional edges that match: highest ``weight``, then the most specific (expressions before
-   shorthands, more clauses first, shorthands in the order of the table), then target id;
+1. the conditional edges that match: highest ``weight``, then expressions before shorthands (shorthands in the
+   order of the table), then target id (the spec's lexical tie-break: among expressions, weight then target);
 2. a retry with no matching edge stays on the node (the step is retried in place);
 3. among unconditional (``always``) edges: the one whose label matches ``preferred_label`` (case, spaces and
    accelerator prefixes ``[K] ``, ``K) ``, ``K - `` ignored);
@@ -145,7 +145,7 @@ def _select(plan: Any, node_id: str, outcome: Mapping[str, Any], context: Mappin
             rank = (1, wanted.index(cond) if ok else 0, 0)
         else:
             ok = evaluate(edge.clauses, outcome, context)
-            rank = (0, 0, -len(edge.clauses))
+            rank = (0, 0, 0)  # among expressions the spec decides: weight, then target id
         if explain:
             why.append({"to": edge.dst, "condition": cond, "weight": edge.weight,
                         "verdict": "matches" if ok else f"does not match outcome '{status}'"})
