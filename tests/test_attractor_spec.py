@@ -212,6 +212,34 @@ def test_inspect_types_every_value(capsys, tmp_path):
     assert out["edges"][0]["attrs"] == {"weight": 5, "loop_restart": False}
 
 
+def test_subgraph_defaults_and_derived_class(capsys, tmp_path):
+    """Spec 2.10: 'Here `Plan` inherits `thread_id="loop-a"` and `timeout="900s"`, while `Implement` inherits
+    `thread_id` but overrides `timeout`' and '`label="Loop A"` yields class `loop-a`' ('lowercasing the label,
+    replacing spaces with hyphens, and stripping non-alphanumeric characters (except hyphens)')."""
+    dot = write(tmp_path, '''digraph Sub {
+    start [shape=Mdiamond]
+    exit [shape=Msquare]
+    subgraph cluster_loop {
+        label = "Loop A"
+        node [thread_id="loop-a", timeout="900s"]
+
+        Plan      [label="Plan next step"]
+        Implement [label="Implement", timeout="1800s"]
+    }
+    subgraph cluster_b {
+        graph [label="Build/Test & Ship"]
+        Check [label="Check", class="critical"]
+    }
+    Outside [label="Outside"]
+    start -> Plan -> Implement -> Check -> Outside -> exit
+}''')
+    nodes = {k: v["attrs"] for k, v in cli_json(capsys, "inspect", dot)["nodes"].items()}
+    assert (nodes["Plan"]["thread_id"], nodes["Plan"]["timeout"]["raw"]) == ("loop-a", "900s")
+    assert (nodes["Implement"]["thread_id"], nodes["Implement"]["timeout"]["raw"]) == ("loop-a", "1800s")
+    assert nodes["Plan"]["class"] == "loop-a" and nodes["Check"]["class"] == "critical,buildtest--ship"
+    assert "thread_id" not in nodes["Outside"] and "class" not in nodes["Outside"]
+
+
 def test_label_defaults_to_the_id_and_goal_is_expanded(capsys, tmp_path):
     """Spec 2.6: 'label | String | node ID' and 'prompt ... Supports $goal variable expansion.'"""
     out = cli_json(capsys, "inspect", write(tmp_path, SMOKE))

@@ -191,3 +191,16 @@ def test_edge_findings_point_at_the_edge(tmp_path):
         assert (d["from"], d["to"]) == edge and d["edge"] == f"{edge[0]} -> {edge[1]}"
         assert lines[d["line"] - 1][d["col"] - 1:].startswith("->")  # the column of the arrow
         assert f"{edge[0]} -> {edge[1]}" in d["message"]
+
+
+def test_a_json_plan_that_does_not_compile_still_gets_every_structural_finding(tmp_path):
+    """One error hides no other: both edges that name missing nodes, the bad condition and the node no path
+    reaches are all reported, not only the first problem the compiler meets."""
+    plan = _json_plan(edges=[{"from": "s", "to": "t"}, {"from": "t", "to": "ghost"},
+                             {"from": "t", "to": "x", "condition": "outcome==success"},
+                             {"from": "phantom", "to": "x"}, {"from": "t", "to": "esc", "condition": "on_exhaust"}])
+    plan["graph"]["nodes"]["island"] = {"type": "task", "action": "never reached"}
+    found = run(("json", {"plans": {"p": plan}}), tmp_path)
+    got = sorted((d["rule"], d["edge"] or d["node"]) for d in found)
+    assert got == [("condition_syntax", "t -> x"), ("edge_target_exists", "phantom -> x"),
+                   ("edge_target_exists", "t -> ghost"), ("reachability", "island")]

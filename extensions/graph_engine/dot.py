@@ -484,7 +484,9 @@ def _describe(tok: Token) -> str:
 
 
 def _class_name(label: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")
+    """Spec 2.10: 'lowercasing the label, replacing spaces with hyphens, and stripping non-alphanumeric characters
+    (except hyphens)'."""
+    return re.sub(r"[^a-z0-9-]", "", label.lower().replace(" ", "-"))
 
 
 def _with_class(attrs: dict, cls: str | None) -> dict:

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from .lint import ERROR, Diagnostic, cross_plan_triggers, diag, lint_plan
+from .lint import ERROR, Diagnostic, cross_plan_triggers, diag, lint_plan, raw_structure
 from .model import Plan, PlanError, compile_plan
 from .schema import find_schema, load_schema, validate_plan, validate_top
 
@@ -77,12 +77,16 @@ def check_plan(plan_id: str, raw: Any, schema: dict[str, Any] | None, use_jsonsc
         for p in validate_plan(plan_id, raw, schema, use_jsonschema):
             rule = "pace_level" if p.path.endswith(".pace_level") else "schema"
             found.append(diag(rule, p.plan, f"{p.path}: {p.message}", f"see the field in {PLAN_DOC}"))
-    if found:  # compiling would only repeat it
+    if found:  # compiling would only repeat it; the structure can still be read
+        found += [d for d in raw_structure(plan_id, raw) if d.rule == "reachability"]
         return Checked(None, tuple(found), None, time.perf_counter() - started)
     try:
         plan = compile_plan(plan_id, raw)
     except PlanError as exc:
-        found.append(diag(exc.rule, plan_id, f"{exc.path}: {exc.problem}", exc.fix))
+        structure = raw_structure(plan_id, raw)  # every bad edge and unreachable node, not only the first
+        if exc.rule not in {d.rule for d in structure}:
+            found.append(diag(exc.rule, plan_id, f"{exc.path}: {exc.problem}", exc.fix))
+        found += structure
         return Checked(None, tuple(found), None, time.perf_counter() - started)
     report = lint_plan(plan)
     return Checked(plan, tuple(report.diagnostics), report.worst_case_turns, time.perf_counter() - started)

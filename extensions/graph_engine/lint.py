@@ -23,7 +23,7 @@ from typing import Any, Iterable, Mapping
 
 from .model import Edge, Node, Plan
 from .patterns import repeat_chain
-from .routing import DECISION_SHORTHANDS, TASK_SHORTHANDS, select_edge
+from .routing import DECISION_SHORTHANDS, SHORTHANDS, TASK_SHORTHANDS, ConditionError, parse_condition, select_edge
 
 ERROR, WARNING = "error", "warning"
 
@@ -288,6 +288,51 @@ def transitions(plan: Plan) -> dict[str, dict[str, tuple[str | None, ...]]]:
             outs["exhausted"] = outs["success"] if node.allow_partial else resolve(plan, node.id, "exhausted")
         table[node.id] = outs
     return table
+
+
+# ── a graph that does not compile: what can still be said ──────────────────
+
+
+def raw_structure(plan_id: str, raw: Any) -> list[Diagnostic]:
+    """For a graph plan that does not compile: every edge naming a missing node, every bad condition, and
+    every node the start does not reach, read from the JSON as written (one error hides no other)."""
+    graph = raw.get("graph") if isinstance(raw, dict) else None
+    if not isinstance(graph, dict) or not isinstance(graph.get("nodes"), dict):
+        return []
+    nodes = graph["nodes"]
+    edges = graph.get("edges") if isinstance(graph.get("edges"), list) else []
+    found: list[Diagnostic] = []
+    out: dict[str, list[str]] = {}
+    for i, e in enumerate(edges):
+        if not isinstance(e, dict):
+            continue
+        src, dst = e.get("from"), e.get("to")
+        pair = Edge(src=str(src), dst=str(dst))
+        for end, name in (("from", src), ("to", dst)):
+            if not (isinstance(name, str) and name in nodes):
+                found.append(diag("edge_target_exists", plan_id, f"plans.{plan_id}.graph.edges[{i}].{end}: names no "
+                                  f"node ({name!r})", f"point '{end}' at a declared node", edge=pair, index=i))
+        cond = e.get("condition", "always")
+        if isinstance(cond, str) and cond not in SHORTHANDS:
+            try:
+                parse_condition(cond)
+            except ConditionError as exc:
+                found.append(diag("condition_syntax", plan_id, f"plans.{plan_id}.graph.edges[{i}].condition: edge "
+                                  f"{src} -> {dst}: condition {cond!r}: {exc}", "use a shorthand or clauses "
+                                  "key=value / key!=value joined by &&", edge=pair, index=i))
+        if isinstance(src, str) and isinstance(dst, str) and dst in nodes:
+            out.setdefault(src, []).append(dst)
+    start = graph.get("start")
+    if isinstance(start, str) and start in nodes:
+        seen, todo = {start}, [start]
+        while todo:
+            for nxt in out.get(todo.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        found += [diag("reachability", plan_id, "no path from the start node reaches it",
+                       "add an edge to it or remove the node", node=nid) for nid in nodes if nid not in seen]
+    return found
 
 
 # ── per-plan rules ──────────────────────────────────────────────────────────
