@@ -266,18 +266,17 @@ def _role_rules(g: DotGraph, pid: str, starts: list[str], exits: list[str]) -> l
     if named is not None and str(named) not in g.nodes:
         found.append(_d("start_node", "error", pid, f"graph start '{named}' names no node", "name the first node in "
                         "start, or drop it and mark the start node shape=Mdiamond", g))
-    if len(starts) != 1:
-        at = g.nodes[starts[1]] if len(starts) > 1 else g
-        found.append(_d("start_node", "error", pid, f"{len(starts)} start nodes ({', '.join(starts) or 'none'}); "
-                        "exactly one is needed (shape=Mdiamond, or the id start)",
-                        "keep one start node: shape=Mdiamond" if starts else "add start [shape=Mdiamond] and an "
-                        "edge from it to the first step", at, node=starts[1] if len(starts) > 1 else None))
-    if len(exits) != 1:
-        at = g.nodes[exits[1]] if len(exits) > 1 else g
-        found.append(_d("terminal_node", "error", pid, f"{len(exits)} exit nodes ({', '.join(exits) or 'none'}); "
-                        "exactly one is needed (shape=Msquare, or the id exit or end)",
-                        "route every end into one exit node" if exits else "add exit [shape=Msquare] and edges "
-                        "into it", at, node=exits[1] if len(exits) > 1 else None))
+    for rule, kind, found_ids, shape, ids in (("start_node", "start", starts, "Mdiamond", "the id start"),
+                                              ("terminal_node", "exit", exits, "Msquare", "the id exit or end")):
+        if len(found_ids) == 1:
+            continue
+        extra = found_ids[1] if len(found_ids) > 1 else None
+        fix = (f"keep one {kind} node" + (": route every end into it" if kind == "exit" else "") if found_ids else
+               f"add {kind} [shape={shape}] and " + ("an edge from it to the first step" if kind == "start" else
+                                                     "edges into it"))
+        found.append(_d(rule, "error", pid, f"{len(found_ids)} {kind} nodes ({', '.join(found_ids) or 'none'}); "
+                        f"exactly one is needed (shape={shape}, or {ids})", fix,
+                        g.nodes[extra] if extra else g, node=extra))
     return found
 
 
