@@ -163,6 +163,13 @@ def test_select_applies_context_updates_before_choosing(capsys, tmp_path):
     assert cli_json(capsys, *args, '{"status": "success"}')["target"] == "exit"
     assert cli_json(capsys, *args, '{"status": "success", "context_updates": {"tests_passed": "true"}}')["target"] \
         == "b"
+    # a JSON true compares as "true" (the condition's literal), in select and in simulate
+    assert cli_json(capsys, *args, '{"status": "success", "context_updates": {"tests_passed": true}}')["target"] \
+        == "b"
+    out = cli_json(capsys, "simulate", dot, "--outcomes", '{"a": [{"status": "success", "context_updates": '
+                   '{"tests_passed": true, "count": 3}}]}')
+    assert out["node_sequence"] == ["start", "a", "b", "exit"]
+    assert (out["context"]["tests_passed"], out["context"]["count"]) == ("true", "3")
     # 10.4: "context.*" keys are looked up as written, then without the prefix
     assert cli_json(capsys, *args, '{"status": "success"}', "--context", '{"context.tests_passed": "true"}')[
         "target"] == "b"

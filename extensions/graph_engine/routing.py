@@ -31,6 +31,7 @@ Selection, in order (a ``partial_success`` that no edge names is then routed as 
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Mapping, Sequence
 
@@ -93,7 +94,18 @@ def _value(key: str, outcome: Mapping[str, Any], context: Mapping[str, Any]) -> 
     value = context.get(key)  # the spec's order: the key as written, then without "context."
     if value is None:
         value = context.get(key[len("context."):])
-    return "" if value is None else str(value)
+    return value if type(value) is str else text_of(value)
+
+
+def text_of(value: Any) -> str:
+    """A context value as a condition compares it: JSON's spelling (true, false, 3, 2.5; null is "")."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, str)):
+        return str(value)
+    return json.dumps(value, sort_keys=True)
 
 
 def evaluate(clauses: Sequence[tuple[str, str, str]], outcome: Mapping[str, Any],

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from .. import engine
 from ..model import Plan
-from ..routing import select_edge
+from ..routing import select_edge, text_of
 from ..state import emit, new_state, push_path
 
 MAX_STEPS = 1000
@@ -79,7 +79,7 @@ def run_outcomes(plan: Plan, outcomes: dict[str, list[dict[str, Any]]], answers:
         queue = script.get(node.id, [])
         outcome = queue.pop(0) if queue else {"status": "success"}
         status = outcome.get("status", "success")
-        engine._update_context(run.state, {str(k): str(v) for k, v in (outcome.get("context_updates") or {}).items()})
+        engine._update_context(run.state, {str(k): text_of(v) for k, v in (outcome.get("context_updates") or {}).items()})
         engine.apply_outcome(run, node, status, outcome.get("reason", f"scripted {status}"),
                              preferred_label=str(outcome.get("preferred_label", "") or ""),
                              suggested=[str(x) for x in outcome.get("suggested_next_ids", []) or []])
