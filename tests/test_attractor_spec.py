@@ -567,3 +567,28 @@ def test_the_docs_lint_tables_match_the_rules():
     rows = re.findall(r"^\| `([a-z_]+)` \| (error|warning|info) \|", DOCS, re.M)
     assert {r for r, _ in rows} == set(RULES) == set(TABLE)
     assert [(r, s) for r, s in rows if RULES[r][0] != s] == []
+
+
+def test_retries_on_fail_then_the_final_outcome_routes(capsys, tmp_path):
+    """Spec 11.5: 'Nodes with max_retries > 0 are retried on RETRY or FAIL outcomes' and 'After retry exhaustion,
+    the node's final outcome is used for edge selection'."""
+    dot = write(tmp_path, '''digraph r {
+    graph [default_max_retries=2]
+    start [shape=Mdiamond]
+    exit [shape=Msquare]
+    a [prompt="a", verify="exit_code_zero"]
+    b [prompt="b"]
+    c [prompt="c"]
+    start -> a
+    a -> b [condition="outcome=success"]
+    a -> c [condition="outcome=fail"]
+    b -> exit
+    c -> exit
+}''')
+    out = cli_json(capsys, "simulate", dot, "--outcomes", '{"a": [{"status": "fail"}, {"status": "retry"}, '
+                   '{"status": "success"}]}')
+    assert out["attempts"]["a"] == 3 and out["node_sequence"] == ["start", "a", "b", "exit"]
+    out = cli_json(capsys, "simulate", dot, "--outcomes", '{"a": [{"status": "fail"}, {"status": "fail"}, '
+                   '{"status": "fail"}]}')
+    assert out["attempts"]["a"] == 3 and out["node_sequence"] == ["start", "a", "c", "exit"]
+    assert out["final_status"] == "success"  # the failure route reached the exit: the run itself succeeded
