@@ -592,3 +592,38 @@ def test_retries_on_fail_then_the_final_outcome_routes(capsys, tmp_path):
                    '{"status": "fail"}]}')
     assert out["attempts"]["a"] == 3 and out["node_sequence"] == ["start", "a", "c", "exit"]
     assert out["final_status"] == "success"  # the failure route reached the exit: the run itself succeeded
+
+
+# ── mutated spec examples: a plan and findings, or a positioned syntax error; never an exception ──
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+SEEDS = [SMOKE, SPEC_STYLESHEET, REVIEW, PARTIAL, CONTEXT_ONLY, RETRY_LOOP]
+
+
+@settings(max_examples=300, deadline=None)
+@given(base=st.sampled_from(SEEDS), cuts=st.lists(st.tuples(st.integers(0, 2000), st.integers(0, 12),
+                                                            st.sampled_from(["", "-", ":", "[", "]", ",", '"', "=",
+                                                                             "{", "}", ";", "->", "*", "#", ".",
+                                                                             "x", "1", "start", "exit", " "])),
+                                                  max_size=4))
+def test_mutated_spec_examples_map_and_lint_without_raising(base, cuts):
+    from graph_engine.dot_plan import to_plan
+    from graph_engine.dot_spec import view
+    from graph_engine.library import check_document
+
+    text = base
+    for at, drop, insert in cuts:
+        at %= len(text) + 1
+        text = text[:at] + insert + text[at + drop:]
+    try:
+        graph = parse(text)
+    except DotSyntaxError as exc:
+        lines = text.split("\n")
+        assert 1 <= exc.line <= len(lines) and 1 <= exc.col <= len(lines[exc.line - 1]) + 1
+        return
+    view(graph)
+    pid, plan, found = to_plan(graph)
+    assert all(d.line is not None and d.col is not None for d in found)
+    check_document({"plans": {pid: plan}})
