@@ -55,3 +55,13 @@ def test_the_worked_example_is_the_example_file_and_validates_as_shown(capsys):
     out = capsys.readouterr().out
     assert "ok      plan 'make_tests_pass': every run ends within 50 turns" in out
     assert "0 error(s), 0 warning(s) in 1 file(s)" in out
+
+
+def test_the_readme_layout_names_every_module():
+    """The README's Layout paragraph lists the runtime package's modules and the tooling's, all of them."""
+    readme = (ROOT / "README.md").read_text()
+    layout = readme[readme.index("Layout: `extensions/`"):]
+    layout = layout[:layout.index("`plan_library/`")]
+    package = ROOT / "extensions" / "graph_engine"
+    modules = [p.stem for p in (*package.glob("*.py"), *(package / "tools").glob("*.py")) if p.stem != "__init__"]
+    assert [m for m in modules if f"`{m}`" not in layout] == []
