@@ -510,6 +510,11 @@ def test_allow_partial_inside_agent_zero(monkeypatch, tmp_path):
     assert verdicts(s) == [("work", "fail"), ("work", "fail")]
     assert s.state["current_node"] == "report"
     assert [e["type"] for e in s.state["events"] if e["type"] == "partial_accepted"] == ["partial_accepted"]
+    shown = s.records[-1].prompt_extras["htn_active_plan"]  # what the model reads says the step is partly done
+    assert "work [PARTLY DONE] → report << CURRENT" in shown and "Current step: report" in shown
+    assert "step 2 of 2 (1 of 2 steps done)" in shown  # an outcome=success edge is on the success path
+    assert "'work' did not pass its check (exit status 1) in 2 attempts; it is accepted as partly done and the " \
+           "workflow goes on." in shown and "failed" not in shown, shown
     s.user("thanks")
     s.run_pass(Reply(final="ok"))
     assert s.agent._htn_last_run["events"][-1]["type"] == "plan_completed"  # the goal gate counts it satisfied

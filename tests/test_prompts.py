@@ -3,7 +3,7 @@
 Golden files: ``fixtures/prompts/<plan>.txt`` hold every text each shipped plan can show the model
 (``graph_engine.tools.prompts``: each step at its first visit, after one and after all failed attempts, each
 decision route, escalation, completion, expiry, end, withdrawal, pause, hold and resume notice; a human-gate
-plan and a linear plan beside them).  A change to any of it fails here until it is accepted with
+plan, a plan with a step that accepts a partial result, and a linear plan beside them).  A change to any of it fails here until it is accepted with
 ``make prompts`` (pytest --snapshot-update), so a reviewer reads the new text in the diff.
 
 Proofreading the goldens cannot do by eye is done below: every command parses with ``bash -n`` and runs
@@ -27,8 +27,9 @@ from graph_engine.library import load_library_file
 from graph_engine.tools.standin import FIXTURES, LIBRARY
 
 SHIPPED = load_library_file(str(LIBRARY)).plans
-EXTRA = {"human_gate__release_approval": load_library_file(str(FIXTURES / "prompt_plans.json")).plans[
-             "release_approval"],
+EXTRA_PLANS = load_library_file(str(FIXTURES / "prompt_plans.json")).plans
+EXTRA = {"human_gate__release_approval": EXTRA_PLANS["release_approval"],
+         "allow_partial__lint_then_test": EXTRA_PLANS["lint_then_test"],
          "linear__git_feature_branch": load_library_file(
              str(FIXTURES / "legacy_linear_htn_plan_library.json")).plans["git_feature_branch"]}
 ALL = {**SHIPPED, **EXTRA}
@@ -118,7 +119,7 @@ def test_the_command_checker_catches_a_cut_word():
 # ── words ───────────────────────────────────────────────────────────────────
 
 # words the English dictionary does not know and that are right here
-TECHNICAL = {"api", "app", "auth", "bak", "behaviour", "bugfix", "codegen", "config", "cp", "diff", "dockerfile",
+TECHNICAL = {"api", "app", "auth", "bak", "behaviour", "bugfix", "codegen", "pyflakes", "config", "cp", "diff", "dockerfile",
              "docstrings", "ff", "grep", "http", "lockfile", "mkdir", "org", "pytest", "readme", "refactor",
              "refactored", "rm", "rq", "sdk", "sed", "sdist", "timestamps", "traceback", "twine", "txt", "uniq",
              "unmerged", "untracked", "url", "workflow", "xx", "checkout", "dist", "pr"}

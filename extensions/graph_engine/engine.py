@@ -285,7 +285,7 @@ def apply_outcome(run: Run, node: Node, status: str, reason: str, digest: str = 
             emit(s, "retry_triggered", node=node.id, attempt=v["failures"] + 1, of=node.max_retries + 1)
         elif node.allow_partial:  # the retries are spent and a partial result is accepted: on along success
             v["outcome"] = "partial_success"
-            s["last_outcome"], routed = "success", "partial_success"
+            s["last_outcome"], s["last_failure"], routed = "success", "", "partial_success"
             emit(s, "partial_accepted", node=node.id, reason=reason)
             _count_progress(run, node)
         else:
@@ -295,6 +295,9 @@ def apply_outcome(run: Run, node: Node, status: str, reason: str, digest: str = 
                 s["steps_failed"].append(node.id)
     outcome = {"status": routed, "preferred_label": preferred_label, "suggested_next_ids": list(suggested)}
     _route(run, node, outcome, reason)
+    if routed == "partial_success" and not s.get("route_note"):
+        s["route_note"] = (f"'{node.name}' did not pass its check ({reason}) in {v['attempts']} attempts; it is "
+                           "accepted as partly done and the workflow goes on.")
 
 
 def _update_context(s: dict[str, Any], captured: dict[str, str]) -> None:

@@ -257,6 +257,8 @@ def _stall_rules(plan: Plan) -> list[Diagnostic]:
     found = []
     for nid, outcome, origin in reached(plan):
         node = plan.nodes[nid]
+        if not plan.out_edges.get(nid):
+            continue  # no edge at all: dead_end says it
         if node.type == "task" and not possible_edges(plan, node, outcome)[0] and not \
                 possible_edges(plan, node, outcome)[1]:
             continue  # dead_end / failure_unrouted say it at the task

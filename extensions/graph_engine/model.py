@@ -407,9 +407,18 @@ def _success_path(nodes: Mapping[str, Node], out_edges: Mapping[str, tuple[Edge,
             path.append(current)
         if node.type in ("exit", "escalate"):
             break
-        current = next((e.dst for cond in ("on_success", "always")
-                        for e in out_edges.get(current, ()) if e.condition == cond), None)
+        current = _success_edge(out_edges.get(current, ()))
     return tuple(path)
+
+
+def _success_edge(edges: tuple[Edge, ...]) -> str | None:
+    """Where a passed check goes, as routing orders it, when nothing else is known: an expression on the outcome
+    alone that success satisfies (``outcome=success``, ``outcome!=fail``), then ``on_success``, then ``always``."""
+    exprs = [e for e in edges if e.clauses and all(k == "outcome" and (v == "success") == (op == "=")
+                                                   for k, op, v in e.clauses)]
+    if exprs:
+        return min(exprs, key=lambda e: (-e.weight, e.dst)).dst
+    return next((e.dst for cond in ("on_success", "always") for e in edges if e.condition == cond), None)
 
 
 # ── small validators ────────────────────────────────────────────────────────

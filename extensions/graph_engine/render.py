@@ -229,7 +229,7 @@ def _pending(plan: Plan, state: dict[str, Any], node: Node) -> str:
 
 
 TRAIL_SHOWN = 8
-_MARK = {"success": " [DONE]", "fail": " [FAILED]", "skipped": " [SKIPPED]"}
+_MARK = {"success": " [DONE]", "partial_success": " [PARTLY DONE]", "fail": " [FAILED]", "skipped": " [SKIPPED]"}
 
 
 def _mark(entry: dict[str, Any] | None) -> str:
@@ -334,7 +334,11 @@ def _paths_forward(plan: Plan, node: Node, failures: int) -> list[str]:
         else:
             lines.append(f"  If it fails → {_targets(plan, retry)}")
     label = "If it fails on the last attempt" if left > 0 else "If it fails"
-    lines.append(f"  {label} → {_targets(plan, resolve(plan, node.id, 'exhausted'))}")
+    if node.allow_partial:  # the retries spent, the result is accepted as it is and the run goes on
+        lines.append(f"  {label} → the step counts as partly done, then "
+                     f"{_targets(plan, resolve(plan, node.id, 'success'))}")
+    else:
+        lines.append(f"  {label} → {_targets(plan, resolve(plan, node.id, 'exhausted'))}")
     return lines
 
 

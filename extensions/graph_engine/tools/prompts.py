@@ -188,11 +188,11 @@ def _task_sections(plan: Plan, node: Node, first: engine.Run) -> Iterator[Sectio
         return
     run = once
     for _ in range(MAX_DRIVE):  # back to the node (passing the steps in between), fail again, until exhausted
-        if not _alive(run) or run.state["visited"][node.id]["outcome"] == "fail":
+        if not _alive(run) or run.state["visited"][node.id]["outcome"] in ("fail", "partial_success"):
             break
         run = _act(run, passed=run.state["current_node"] != node.id)
     title = f"{node.id}: after all {node.max_retries + 1} attempts failed, the model is shown"
-    if run.state["visited"][node.id]["outcome"] == "fail":
+    if run.state["visited"][node.id]["outcome"] in ("fail", "partial_success"):  # partial: allow_partial
         yield Section(title, _seen(run))
     else:  # e.g. a merge whose failure goes to a conflict resolution that never leads back to it
         yield Section(title, "(never: after a failed attempt, passing every step does not lead back here)")
