@@ -632,3 +632,48 @@ def test_mutated_spec_examples_map_and_lint_without_raising(base, cuts):
     pid, plan, found = to_plan(graph)
     assert all(d.line is not None and d.col is not None for d in found)
     check_document({"plans": {pid: plan}})
+
+
+# ── the docs' claims about the lint, each with its test ─────────────────────
+
+
+def test_docs_errors_disable_the_plan_and_warnings_are_logged(monkeypatch, tmp_path):
+    """docs/plan-authoring.md: 'Errors disable the plan; warnings are logged.' -- inside Agent-Zero (the
+    stand-in): a DOT plan with an error is not started, one with only a warning runs, and both are in the log."""
+    assert "Errors disable the plan; warnings are logged." in DOCS
+    shutil.copy(LIBRARY.parent / "plan_library.schema.json", tmp_path / "plan_library.schema.json")
+    (tmp_path / "htn_plan_library.json").write_text(json.dumps({"_meta": {"version": "2.0"}, "plans": {}}))
+    (tmp_path / "ctx.dot").write_text(CONTEXT_ONLY)  # stall_possible: an error
+    (tmp_path / "review.dot").write_text(REVIEW.replace("ship_it [prompt=\"Ship it\"]\n", ""))  # a warning
+    monkeypatch.setenv("GRAPH_ENGINE_LIBRARY", str(tmp_path / "htn_plan_library.json"))
+    s = started("route by language now")
+    assert s.state is None  # the plan with an error never starts
+    warnings = s.log.texts("warning")
+    assert any("plan 'ctx' is disabled, the others keep working: [stall_possible]" in w for w in warnings)
+    assert any("[prompt_on_llm_nodes] plan 'Review' node 'ship_it'" in w for w in warnings)
+    s.user("review my changes please")
+    s.run_pass(Reply(final="Review Changes: [A] Approve or [F] Fix?"))
+    assert s.state["plan_id"] == "Review"
+
+
+def test_docs_dot_findings_carry_a_position_and_name_their_edge(capsys, tmp_path):
+    """docs/plan-authoring.md: 'Every finding on a DOT plan carries `file`, `line` and `col`' and 'an edge
+    finding names its edge `from -> to` in `edge` and in the message, and gives both ends as `from` and
+    `to`.'"""
+    assert "Every finding on a DOT plan\ncarries `file`, `line` and `col`" in DOCS
+    text = SMOKE.replace('review -> done      [condition="outcome=success"]',
+                         'review -> done      [condition="outcome=ok"]\n    done -> plan\n    x [prompt="x"]')
+    path = write(tmp_path, text)
+    found = cli_json(capsys, "validate", path, code=1)
+    assert found and all({"file", "line", "col"} <= set(d) for d in found)
+    edges = [d for d in found if d["edge"]]
+    assert {d["rule"] for d in edges} == {"condition_syntax", "exit_no_outgoing"}
+    assert all(d["edge"] == f"{d['from']} -> {d['to']}" and d["edge"] in d["message"] for d in edges)
+
+
+def test_docs_validate_exit_status(capsys, tmp_path):
+    """docs/plan-authoring.md: 'The exit status is 0 without errors and 1 with errors.'"""
+    assert "The exit status is 0 without\nerrors and 1 with errors." in DOCS
+    assert cli.main(["validate", write(tmp_path, SMOKE)]) == 0
+    assert cli.main(["validate", write(tmp_path, CONTEXT_ONLY, "ctx.dot")]) == 1
+    capsys.readouterr()
