@@ -63,5 +63,6 @@ def test_the_readme_layout_names_every_module():
     layout = readme[readme.index("Layout: `extensions/`"):]
     layout = layout[:layout.index("`plan_library/`")]
     package = ROOT / "extensions" / "graph_engine"
-    modules = [p.stem for p in (*package.glob("*.py"), *(package / "tools").glob("*.py")) if p.stem != "__init__"]
+    modules = [p.stem for p in (*package.glob("*.py"), *(package / "tools").glob("*.py"))
+               if not p.stem.startswith("__")]
     assert [m for m in modules if f"`{m}`" not in layout] == []
