@@ -127,8 +127,11 @@ def run_cli(*args: str, env: dict | None = None, **kw) -> subprocess.CompletedPr
 
 
 def test_a_usage_error_exits_2_without_a_traceback():
-    r = run_cli("simulate", str(LIBRARY))
-    assert r.returncode == 2 and b"Traceback" not in r.stderr and b"one of the arguments" in r.stderr
+    r = run_cli("simulate", str(LIBRARY), "--outcomes", "{}", "--transcript", "chat.jsonl")
+    assert r.returncode == 2 and b"Traceback" not in r.stderr and b"not allowed with argument" in r.stderr
+    r = run_cli("select", str(LIBRARY), "--plan", "bugfix_workflow")
+    assert r.returncode == 2 and b"Traceback" not in r.stderr and b"the following arguments are required: --from" \
+        in r.stderr
 
 
 def test_output_cut_short_by_head_ends_quietly():
