@@ -10,6 +10,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scenario import exit_fail, exit_ok, started, verdicts
 
 from graph_engine.dot import DotSyntaxError, parse
@@ -600,9 +602,6 @@ def test_retries_on_fail_then_the_final_outcome_routes(capsys, tmp_path):
 
 
 # ── mutated spec examples: a plan and findings, or a positioned syntax error; never an exception ──
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 SEEDS = [SMOKE, SPEC_STYLESHEET, REVIEW, PARTIAL, CONTEXT_ONLY, RETRY_LOOP]
 
