@@ -475,7 +475,7 @@ def library_probe(path: str, copies: int, settle: bool) -> dict[str, float]:
     """Run in a fresh process (``bench/run.py --library-probe``): the library as Agent-Zero's first pass
     meets it: loaded, then a message matched (its plan compiled then); then matching times; then, after the
     background thread checked everything, a reload after one plan's name changed."""
-    from graph_engine.library import LibraryCache
+    from graph_engine.catalogue import LibraryCache
     from graph_engine.matching import best_match
 
     messages = match_messages(copies)

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from scenario import TRIGGER_CASES
 
 from graph_engine import adapter, catalogue, matching
-from graph_engine.catalogue import Catalogue, common_prefix, common_suffix, scan_document
-from graph_engine.library import LibraryCache, check_document, load_library_file
+from graph_engine.catalogue import Catalogue, LibraryCache, common_prefix, common_suffix, scan_document
+from graph_engine.library import check_document, load_library_file
 from graph_engine.matching import TriggerIndex, best_match, normalise, request_text, score_plan
 from graph_engine.tools.standin import LIBRARY, Session, cmd, shipped_copies
 

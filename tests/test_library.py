@@ -3,7 +3,7 @@
 import json
 import os
 
-from graph_engine.library import LibraryCache
+from graph_engine.catalogue import LibraryCache
 
 
 def write(path, plans, mtime):

@@ -17,8 +17,8 @@ from typing import Any
 
 from . import card, engine, render
 from .audit import AuditLog, read_lines, runs_dir
+from .catalogue import LibraryCache
 from .history import CallOutput, new_intervention, newest_call_output, reply_before_user_message, user_words
-from .library import LibraryCache
 from .model import Plan
 from .render_graph import picture_setting, run_picture
 from .salute import build_report, write_report

@@ -13,10 +13,13 @@ loaded, as ``library.load_library_file`` does.  A large one is loaded lazily:
   otherwise the whole file is parsed and only the plans whose content changed are checked again.
 
 When everything is checked, the plans, findings and matches are those of a full load (the tests compare).
+``LibraryCache`` is what a running engine holds: the file looked at once per second at most, a catalogue
+loaded when it changed, the last good one kept when it broke, and the plan versions runs started on.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import threading
@@ -24,11 +27,13 @@ import time
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
-from .library import Checked, Library, _problem_lines, check_document, check_plan, document_problems, library_schema
+from .library import (Checked, Library, _json_error, _problem_lines, check_document, check_plan, document_problems,
+                      dot_files, library_schema, load_library_file, read_library)
 from .lint import ERROR, Diagnostic, cross_plan_triggers, shared_trigger
 from .matching import Indexed, Match, TriggerIndex, allowed, normalise, phrase_start, rank, request_text, score_plan
 from .model import DEFAULT_THRESHOLD, Plan
 
+KEPT_VERSIONS = 64
 BACKGROUND_DELAY = 0.25  # seconds after a load before the background thread starts checking
 BACKGROUND_PAUSE = 0.0005  # seconds it sleeps after each plan
 EAGER_PLANS = 32  # up to this many plans a library is checked whole at load (10 plans: about 20 ms)
@@ -439,3 +444,101 @@ def common_suffix(a: str, b: str, prefix: int) -> int:
         else:
             hi = mid - 1
     return lo
+
+
+# ── the library file, re-read when it changes ──────────────────────────────
+
+
+def _dot_stamp(path: str) -> tuple:
+    out = []
+    for f in dot_files(path):
+        try:
+            st = os.stat(f)
+        except OSError:
+            continue
+        out.append((f, st.st_mtime_ns, st.st_size))
+    return tuple(out)
+
+
+class LibraryCache:
+    """Re-reads the library when its file changes; keeps the last good copy and old plan versions.
+
+    ``current`` is a ``Catalogue``: a large library is matched from its trigger index at once and
+    checked plan by plan (``background``: the plans no message needed yet are checked by a thread)."""
+
+    def __init__(self, path: str, recheck_seconds: float = 1.0, eager_plans: int | None = None,
+                 background: bool = True) -> None:
+        self.path = path
+        self.recheck_seconds = recheck_seconds
+        self.eager_plans = eager_plans
+        self.background = background
+        self._checked_at = -1e18
+        self._stamp: tuple | None = None
+        self.current: Any = None
+        self._versions: dict[tuple[str, str], Plan] = {}
+        self.failing = False  # the last look at the file found it unreadable or broken
+        self.recovered = False  # ... and the one after that loaded it: the caller says so once and resets it
+
+    def refresh(self) -> tuple[Any, list[str]]:
+        """Return the library to use and the problem lines that are new since the last call.
+
+        The file's timestamp is looked at no more than once per ``recheck_seconds``."""
+        now = time.monotonic()
+        if self.current is not None and now - self._checked_at < self.recheck_seconds:
+            return self.current, self.current.take_problems()
+        self._checked_at = now
+        try:
+            st = os.stat(self.path)
+            stamp = (st.st_mtime_ns, st.st_size, _dot_stamp(self.path))
+        except OSError as exc:
+            stamp = None
+            self.failing = True
+            if self._stamp is not None or self.current is None:
+                self._stamp = None
+                reason = exc.strerror or str(exc)
+                keep = "keeping the plans loaded before" if self.current else "no plans are active"
+                return self.current, [f"{self.path}: cannot read the plan library ({reason}); {keep}"]
+            return self.current, []
+        if stamp == self._stamp:
+            return self.current, self.current.take_problems() if self.current is not None else []
+        self._stamp = stamp
+        try:
+            cat = self._load()
+        except ValueError as exc:
+            self.failing = True
+            keep = "keeping the last good library" if self.current else "no plans are active until it is fixed"
+            return self.current, [f"{exc}; {keep}"]
+        self.recovered, self.failing = self.failing, False
+        if self.current is not None and cat is not self.current:
+            self._remember(p.plan for p in self.current.checked.values() if p.plan is not None)
+        self._remember(cat.replaced)
+        cat.replaced = []
+        self.current = cat
+        if self.background:
+            cat.start()
+        return cat, cat.take_problems()
+
+    def _load(self) -> Any:
+        if _dot_stamp(self.path):  # DOT plans beside it: checked whole, with their positions
+            return Catalogue.checked_whole(load_library_file(self.path))
+        blob = read_library(self.path)
+        collecting = gc.isenabled()
+        gc.disable()  # parsing makes a million objects and no cycle: collecting during it doubles its time
+        try:
+            text = blob.decode("utf-8")
+            return load(self.path, text, self.current, self.eager_plans)
+        except (NotJson, UnicodeDecodeError):
+            raise ValueError(f"{self.path}: not valid JSON ({_json_error(blob)}); fix the syntax") from None
+        finally:
+            if collecting:
+                gc.enable()
+
+    def plan_version(self, plan_id: str, version: str) -> Plan | None:
+        """A plan as it was when a run started, if this process has seen that version."""
+        return self._versions.get((plan_id, version))
+
+    def _remember(self, plans: Any) -> None:
+        for plan in plans:
+            self._versions[(plan.id, plan.version)] = plan
+        while len(self._versions) > KEPT_VERSIONS:
+            self._versions.pop(next(iter(self._versions)))

@@ -7,7 +7,6 @@ started with stay reachable by version after the file changes.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import re
@@ -29,7 +28,6 @@ except ImportError:  # pragma: no cover - depends on the environment
 MAX_LIBRARY_BYTES = 20 * 1024 * 1024  # for up to MAX_PLANS plans; a higher GRAPH_ENGINE_MAX_PLANS raises it
 BYTES_PER_PLAN = 20 * 1024  # ... by this much per plan allowed
 MAX_PLANS = 1000  # a reload happens inside the agent's loop: bound its cost
-KEPT_VERSIONS = 64
 
 
 def parse_json(blob: bytes) -> Any:
@@ -291,100 +289,3 @@ def _json_error(blob: bytes) -> str:
     except ValueError as exc:
         return str(exc)
     return "unreadable"
-
-
-def _dot_stamp(path: str) -> tuple:
-    out = []
-    for f in dot_files(path):
-        try:
-            st = os.stat(f)
-        except OSError:
-            continue
-        out.append((f, st.st_mtime_ns, st.st_size))
-    return tuple(out)
-
-
-class LibraryCache:
-    """Re-reads the library when its file changes; keeps the last good copy and old plan versions.
-
-    ``current`` is a ``catalogue.Catalogue``: a large library is matched from its trigger index at once and
-    checked plan by plan (``background``: the plans no message needed yet are checked by a thread)."""
-
-    def __init__(self, path: str, recheck_seconds: float = 1.0, eager_plans: int | None = None,
-                 background: bool = True) -> None:
-        self.path = path
-        self.recheck_seconds = recheck_seconds
-        self.eager_plans = eager_plans
-        self.background = background
-        self._checked_at = -1e18
-        self._stamp: tuple | None = None
-        self.current: Any = None
-        self._versions: dict[tuple[str, str], Plan] = {}
-        self.failing = False  # the last look at the file found it unreadable or broken
-        self.recovered = False  # ... and the one after that loaded it: the caller says so once and resets it
-
-    def refresh(self) -> tuple[Any, list[str]]:
-        """Return the library to use and the problem lines that are new since the last call.
-
-        The file's timestamp is looked at no more than once per ``recheck_seconds``."""
-        now = time.monotonic()
-        if self.current is not None and now - self._checked_at < self.recheck_seconds:
-            return self.current, self.current.take_problems()
-        self._checked_at = now
-        try:
-            st = os.stat(self.path)
-            stamp = (st.st_mtime_ns, st.st_size, _dot_stamp(self.path))
-        except OSError as exc:
-            stamp = None
-            self.failing = True
-            if self._stamp is not None or self.current is None:
-                self._stamp = None
-                reason = exc.strerror or str(exc)
-                keep = "keeping the plans loaded before" if self.current else "no plans are active"
-                return self.current, [f"{self.path}: cannot read the plan library ({reason}); {keep}"]
-            return self.current, []
-        if stamp == self._stamp:
-            return self.current, self.current.take_problems() if self.current is not None else []
-        self._stamp = stamp
-        try:
-            cat = self._load()
-        except ValueError as exc:
-            self.failing = True
-            keep = "keeping the last good library" if self.current else "no plans are active until it is fixed"
-            return self.current, [f"{exc}; {keep}"]
-        self.recovered, self.failing = self.failing, False
-        if self.current is not None and cat is not self.current:
-            self._remember(p.plan for p in self.current.checked.values() if p.plan is not None)
-        self._remember(cat.replaced)
-        cat.replaced = []
-        self.current = cat
-        if self.background:
-            cat.start()
-        return cat, cat.take_problems()
-
-    def _load(self) -> Any:
-        from .catalogue import Catalogue, NotJson, load
-
-        if _dot_stamp(self.path):  # DOT plans beside it: checked whole, with their positions
-            return Catalogue.checked_whole(load_library_file(self.path))
-        blob = read_library(self.path)
-        collecting = gc.isenabled()
-        gc.disable()  # parsing makes a million objects and no cycle: collecting during it doubles its time
-        try:
-            text = blob.decode("utf-8")
-            return load(self.path, text, self.current, self.eager_plans)
-        except (NotJson, UnicodeDecodeError):
-            raise ValueError(f"{self.path}: not valid JSON ({_json_error(blob)}); fix the syntax") from None
-        finally:
-            if collecting:
-                gc.enable()
-
-    def plan_version(self, plan_id: str, version: str) -> Plan | None:
-        """A plan as it was when a run started, if this process has seen that version."""
-        return self._versions.get((plan_id, version))
-
-    def _remember(self, plans: Any) -> None:
-        for plan in plans:
-            self._versions[(plan.id, plan.version)] = plan
-        while len(self._versions) > KEPT_VERSIONS:
-            self._versions.pop(next(iter(self._versions)))
