@@ -103,7 +103,8 @@ class Diagnostic:
         else:
             where = f"plan '{self.plan}'" + (f" node '{self.node}'" if self.node else "") + \
                     (f" edge {self.edge}" if self.edge else "")
-        return f"{at}{self.severity} [{self.rule}] {where}: {self.message} (fix: {self.fix})"
+        fix = f" (fix: {self.fix})" if self.fix else ""
+        return f"{at}{self.severity} [{self.rule}] {where}: {self.message}{fix}"
 
 
 def diag(rule: str, plan: str, message: str, fix: str, node: str | None = None,
