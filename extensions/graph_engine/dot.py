@@ -52,7 +52,6 @@ class DotNode:
     line: int
     col: int
     declared: bool = True  # False: created only by an edge
-    own: set[str] = field(default_factory=set)  # keys written on the node itself (not from node [...] defaults)
 
 
 @dataclass
@@ -396,10 +395,9 @@ class _Parser:
         node = self.g.nodes.get(nid)
         if node is None:
             line, col = self.lx.where(tok[2])
-            self.g.nodes[nid] = DotNode(nid, _with_class({**defaults, **attrs}, cls), line, col, own=set(attrs))
+            self.g.nodes[nid] = DotNode(nid, _with_class({**defaults, **attrs}, cls), line, col)
             return
         node.attrs.update(attrs)
-        node.own.update(attrs)
         if not node.declared:
             node.declared = True
             node.line, node.col = self.lx.where(tok[2])

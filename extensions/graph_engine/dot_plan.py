@@ -6,8 +6,9 @@ Shapes and ``type`` give the handler type as in the Attractor spec (``Mdiamond``
 ``component`` parallel, ``tripleoctagon`` parallel.fan_in, ``house`` stack.manager_loop); this pack adds
 ``type="escalate"``, ``type="checkpoint"``, ``type="task"`` and ``type="decision"``.  Handler types the
 engine cannot run (manager loops) are parsed, reported by ``type_supported`` and disable the plan; what the
-spec itself decides about a graph (handler types, transforms, its lint rules) is in ``dot_spec``.  Attributes with no meaning inside Agent-Zero (``fidelity``,
-``thread_id``, ``llm_model``, ``model_stylesheet``, ...) are validated and kept under ``_attractor``.
+spec itself decides about a graph (handler types, transforms, its lint rules) is in ``dot_spec``.  Attributes
+with no meaning inside Agent-Zero (``fidelity``, ``thread_id``, ``llm_model``, ``model_stylesheet``, ...) are
+validated and kept under ``_attractor``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from .dot import DotGraph, Duration, Value, parse
 from .lint import Diagnostic
-from .routing import ConditionError, parse_condition
+from .routing import condition_problem
 from .dot_spec import HANDLER_TO_NODE, SHAPES, handler_type, lint_graph, node_type, roles, view
 
 SHAPE_OF = {"start": "Mdiamond", "exit": "Msquare", "task": "box", "decision": "diamond", "escalate": "octagon",
@@ -28,7 +29,6 @@ OUR_NODE_KEYS = ("label", "prompt", "tool", "tool_hint", "max_retries", "pace_le
 GRAPH_PLAN_KEYS = {"triggers": "list", "strong_triggers": "list", "domains": "list", "trigger_threshold": "int",
                    "stale_after_turns": "int", "max_turns": "int", "description": "str", "retry_target": "str",
                    "fallback_retry_target": "str"}
-CONDITIONS = {"on_success", "on_fail", "on_retry", "on_exhaust", "always"}
 # rules the DOT lint (dot_spec.lint_graph) decides on the graph as written: the plan lint's findings of these
 # ids on a DOT plan would say the same thing again (or something the mapping made up, such as a start node)
 DOT_OWNED_RULES = frozenset({"start_node", "terminal_node", "reachability", "edge_target_exists",
@@ -130,15 +130,9 @@ def _node(attrs: dict[str, Value], ntype: str, htype: str, default_retries: Valu
 def _condition(text: str) -> str | None:
     """A shorthand stays; an expression is kept when it parses (the engine evaluates it); "" is no condition."""
     text = text.strip()
-    if not text:
-        return "always"
-    if text in CONDITIONS:
-        return text
-    try:
-        parse_condition(text)
-    except ConditionError:
+    if condition_problem(text):
         return None
-    return text
+    return text or "always"
 
 
 def _plan_value(key: str, value: Value) -> Any:

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .dot import DotGraph, DotNode, Value
-from .lint import Diagnostic
-from .routing import ConditionError, parse_condition
+from .lint import Diagnostic, reachable
+from .routing import condition_problem
 
 SHAPES = {"Mdiamond": "start", "Msquare": "exit", "box": "codergen", "parallelogram": "tool",
           "diamond": "conditional", "hexagon": "wait.human", "component": "parallel",
@@ -37,7 +37,6 @@ HANDLER_TO_NODE = {"start": "start", "exit": "exit", "codergen": "task", "tool":
 UNSUPPORTED = {"stack.manager_loop": "manager loop"}
 START_IDS = ("start", "Start")
 EXIT_IDS = ("exit", "Exit", "end", "End")
-SHORTHANDS = {"on_success", "on_fail", "on_retry", "on_exhaust", "always"}
 FIDELITY = ("full", "truncate", "compact", "summary:low", "summary:medium", "summary:high")
 STYLE_PROPERTIES = ("llm_model", "llm_provider", "reasoning_effort")
 
@@ -238,15 +237,10 @@ def lint_graph(g: DotGraph, pid: str) -> list[Diagnostic]:
     found += _node_rules(g, pid)
     found += _edge_rules(g, pid, starts, exits)
     if starts:
-        seen, todo = set(starts), list(starts)
         out: dict[str, list[str]] = {}
         for e in g.edges:
             out.setdefault(e.src, []).append(e.dst)
-        while todo:
-            for nxt in out.get(todo.pop(), ()):
-                if nxt not in seen:
-                    seen.add(nxt)
-                    todo.append(nxt)
+        seen = reachable(starts, out)
         for nid, n in g.nodes.items():
             if nid not in seen:
                 found.append(_d("reachability", "error", pid, f"no path from the start node '{starts[0]}' reaches "
@@ -335,14 +329,11 @@ def _edge_rules(g: DotGraph, pid: str, starts: list[str], exits: list[str]) -> l
             found.append(_d("exit_no_outgoing", "error", pid, f"edge {e.src} -> {e.dst} leaves the exit node",
                             "remove the edge: the run ends at the exit", e, edge=pair))
         cond = e.attrs.get("condition")
-        if cond is not None and str(cond).strip() and str(cond).strip() not in SHORTHANDS:
-            try:
-                parse_condition(str(cond))
-            except ConditionError as exc:
-                found.append(_d("condition_syntax", "error", pid, f"edge {e.src} -> {e.dst}: condition {cond!r}: "
-                                f"{exc}", "use clauses key=value or key!=value joined by &&, keys outcome, "
-                                "preferred_label or context.<name> (or a shorthand such as on_success)", e,
-                                edge=pair))
+        problem = condition_problem(str(cond)) if cond is not None else ""
+        if problem:
+            found.append(_d("condition_syntax", "error", pid, f"edge {e.src} -> {e.dst}: condition {cond!r}: "
+                            f"{problem}", "use clauses key=value or key!=value joined by &&, keys outcome, "
+                            "preferred_label or context.<name> (or a shorthand such as on_success)", e, edge=pair))
         fid = e.attrs.get("fidelity")
         if fid is not None and str(fid) not in FIDELITY:
             found.append(_d("fidelity_valid", "warning", pid, f"edge {e.src} -> {e.dst}: fidelity {fid!r} is not "

@@ -23,7 +23,7 @@ from typing import Any, Iterable, Mapping
 
 from .model import Edge, Node, Plan
 from .patterns import repeat_chain
-from .routing import DECISION_SHORTHANDS, SHORTHANDS, TASK_SHORTHANDS, ConditionError, parse_condition, select_edge
+from .routing import DECISION_SHORTHANDS, TASK_SHORTHANDS, condition_problem, select_edge
 
 ERROR, WARNING = "error", "warning"
 
@@ -57,7 +57,7 @@ RULES: Mapping[str, tuple[str, str]] = {
     "syntax": (ERROR, "a DOT file that does not parse (the message gives line:column)"),
     "duplicate_plan": (ERROR, "a DOT plan whose id (the digraph name) is already taken"),
     "type_known": (WARNING, "a node whose shape or type names no handler (it runs as a task)"),
-    "type_supported": (ERROR, "a handler type the engine cannot run yet (human gate, parallel, fan-in, manager)"),
+    "type_supported": (ERROR, "a handler type the engine cannot run (a manager loop: parsed, not run)"),
     "condition_syntax": (ERROR, "an edge condition the engine does not route on"),
     "retry_target_exists": (WARNING, "retry_target or fallback_retry_target names no node (it is ignored)"),
     "goal_gate_has_retry": (WARNING, "a goal gate without a retry target"),
@@ -260,9 +260,8 @@ def _stall_rules(plan: Plan) -> list[Diagnostic]:
         node = plan.nodes[nid]
         if not plan.out_edges.get(nid):
             continue  # no edge at all: dead_end says it
-        if node.type == "task" and not possible_edges(plan, node, outcome)[0] and not \
-                possible_edges(plan, node, outcome)[1]:
-            continue  # dead_end / failure_unrouted say it at the task
+        if node.type == "task" and not possible_edges(plan, node, outcome)[0]:
+            continue  # no edge for it: failure_unrouted / dead_end say it at the task (or it stays: no gap)
         why = route_gap(plan, node, outcome)
         if not why:
             continue
@@ -316,23 +315,16 @@ def raw_structure(plan_id: str, raw: Any) -> list[Diagnostic]:
                 found.append(diag("edge_target_exists", plan_id, f"plans.{plan_id}.graph.edges[{i}].{end}: names no "
                                   f"node ({name!r})", f"point '{end}' at a declared node", edge=pair, index=i))
         cond = e.get("condition", "always")
-        if isinstance(cond, str) and cond not in SHORTHANDS:
-            try:
-                parse_condition(cond)
-            except ConditionError as exc:
-                found.append(diag("condition_syntax", plan_id, f"plans.{plan_id}.graph.edges[{i}].condition: edge "
-                                  f"{src} -> {dst}: condition {cond!r}: {exc}", "use a shorthand or clauses "
-                                  "key=value / key!=value joined by &&", edge=pair, index=i))
+        problem = condition_problem(cond) if isinstance(cond, str) else ""
+        if problem:
+            found.append(diag("condition_syntax", plan_id, f"plans.{plan_id}.graph.edges[{i}].condition: edge "
+                              f"{src} -> {dst}: condition {cond!r}: {problem}", "use a shorthand or clauses "
+                              "key=value / key!=value joined by &&", edge=pair, index=i))
         if isinstance(src, str) and isinstance(dst, str) and dst in nodes:
             out.setdefault(src, []).append(dst)
     start = graph.get("start")
     if isinstance(start, str) and start in nodes:
-        seen, todo = {start}, [start]
-        while todo:
-            for nxt in out.get(todo.pop(), ()):
-                if nxt not in seen:
-                    seen.add(nxt)
-                    todo.append(nxt)
+        seen = reachable([start], out)
         found += [diag("reachability", plan_id, "no path from the start node reaches it",
                        "add an edge to it or remove the node", node=nid) for nid in nodes if nid not in seen]
     return found
@@ -453,14 +445,20 @@ def _index(plan: Plan, edge: Edge) -> int:
     return next(i for i, e in enumerate(plan.edges) if e is edge)
 
 
-def _reachable(plan: Plan) -> set[str]:
-    seen, todo = {plan.start}, [plan.start]
+def reachable(starts: Iterable[str], successors: Mapping[str, Iterable[str]]) -> set[str]:
+    """The nodes a path from any of ``starts`` reaches (they included)."""
+    seen = set(starts)
+    todo = list(seen)
     while todo:
-        for e in plan.out_edges.get(todo.pop(), ()):
-            if e.dst not in seen:
-                seen.add(e.dst)
-                todo.append(e.dst)
+        for nxt in successors.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
     return seen
+
+
+def _reachable(plan: Plan) -> set[str]:
+    return reachable([plan.start], {nid: [e.dst for e in es] for nid, es in plan.out_edges.items()})
 
 
 def _routing_rules(plan: Plan, table: Mapping[str, Mapping[str, str | None]]) -> list[Diagnostic]:

@@ -67,23 +67,38 @@ def parse_condition(text: str) -> tuple[tuple[str, str, str], ...]:
     return tuple(clauses)
 
 
+def condition_problem(text: str) -> str:
+    """Why an edge condition cannot be routed on ("" for none, a shorthand, or valid clauses)."""
+    text = text.strip()
+    if not text or text in SHORTHANDS:
+        return ""
+    try:
+        parse_condition(text)
+    except ConditionError as exc:
+        return str(exc)
+    return ""
+
+
 def normalise_label(label: str) -> str:
     return _ACCEL.sub("", label.strip()).strip().lower()
 
 
+_KEY = re.compile(r"^\[([A-Za-z0-9])\]\s+|^([A-Za-z0-9])\)\s+|^([A-Za-z0-9])\s+-\s+")
+
+
+def _key_as_written(label: str) -> str:
+    m = _KEY.match(label.strip())
+    return next((g for g in m.groups() if g), "") if m else ""
+
+
 def accelerator(label: str) -> str:
     """The key of a label written ``[K] Label``, ``K) Label`` or ``K - Label`` ("" when there is none)."""
-    m = re.match(r"^\[([A-Za-z0-9])\]\s+|^([A-Za-z0-9])\)\s+|^([A-Za-z0-9])\s+-\s+", label.strip())
-    return next((g for g in m.groups() if g), "").lower() if m else ""
+    return _key_as_written(label).lower()
 
 
 def choice_key(label: str, fallback: str = "") -> str:
     """A human gate option's key as the spec records it: the accelerator as written, else the first character."""
-    m = re.match(r"^\[([A-Za-z0-9])\]\s+|^([A-Za-z0-9])\)\s+|^([A-Za-z0-9])\s+-\s+", label.strip())
-    if m:
-        return next(g for g in m.groups() if g)
-    text = label.strip() or fallback
-    return text[:1]
+    return _key_as_written(label) or (label.strip() or fallback)[:1]
 
 
 def _value(key: str, outcome: Mapping[str, Any], context: Mapping[str, Any]) -> str:
@@ -154,10 +169,10 @@ def _select(plan: Any, node_id: str, outcome: Mapping[str, Any], context: Mappin
             continue
         if cond in SHORTHANDS:
             ok = cond in wanted
-            rank = (1, wanted.index(cond) if ok else 0, 0)
+            rank = (1, wanted.index(cond) if ok else 0)
         else:
             ok = evaluate(edge.clauses, outcome, context)
-            rank = (0, 0, 0)  # among expressions the spec decides: weight, then target id
+            rank = (0, 0)  # among expressions the spec decides: weight, then target id
         if explain:
             why.append({"to": edge.dst, "condition": cond, "weight": edge.weight,
                         "verdict": "matches" if ok else f"does not match outcome '{status}'"})

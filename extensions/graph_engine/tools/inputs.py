@@ -193,8 +193,7 @@ def normal_outcome(data: dict[str, Any], where: str) -> dict[str, Any]:
         data["status"] = data.pop("outcome")
     status = data.get("status", "success")
     data["status"] = status_of(status.lower() if isinstance(status, str) else status, where)
-    for key in ("preferred_label", "suggested_next_ids", "context_updates"):
-        kind = {"preferred_label": str, "suggested_next_ids": list, "context_updates": dict}[key]
+    for key, kind in (("preferred_label", str), ("suggested_next_ids", list), ("context_updates", dict)):
         if data.get(key) is not None and not isinstance(data[key], kind):
             raise CliError(f"{where}: {key} must be a {kind.__name__}")
     return data
