@@ -50,9 +50,11 @@ def _run_json(capsys, out: Path) -> tuple[dict, list[tuple[str, str]]]:
 def test_the_demo_fixes_the_file_for_real_and_leaves_a_project_that_runs(tmp_path, capsys):
     # pytest settings in a folder above the project (as the repository's, when `make demo` runs) do not apply
     (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "--no-such-option"\n')
-    facts, ran = _run_json(capsys, tmp_path / "demo")
     project = tmp_path / "demo" / "project"
     calc = project / "calc.py"
+    project.mkdir(parents=True)
+    calc.write_text("def average(xs):\n    return 0\n")  # an earlier run's fix: a new run writes the bug again
+    facts, ran = _run_json(capsys, tmp_path / "demo")
     assert facts["completed"] is True
     reproduce, fixed = ran[0][1], ran[5][1]
     assert f'File "{calc}", line 3, in average' in reproduce  # the real traceback of the real file
