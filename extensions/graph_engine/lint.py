@@ -186,19 +186,54 @@ def resolve(plan: Plan, node_id: str, outcome: str) -> tuple[str | None, ...]:
     return tuple(sorted(targets, key=lambda t: (t is None, t or "")))
 
 
-def settle(plan: Plan, node_id: str, outcome: str, depth: int = 0) -> tuple[str | None, ...]:
-    node = plan.nodes[node_id]
-    if node.type not in PASS_THROUGH:
+def settle(plan: Plan, node_id: str, outcome: str) -> tuple[str | None, ...]:
+    """Where passing through ``node_id`` with this outcome may lead: task, human gate or terminal nodes; None
+    when a pass-through node on the way routes nowhere, or the way is a loop or longer than MAX_PASS_THROUGH
+    pass-through nodes (the engine stops there)."""
+    if plan.nodes[node_id].type not in PASS_THROUGH:
         return (node_id,)
-    if depth >= MAX_PASS_THROUGH:
-        return (None,)
-    edges, _ = possible_edges(plan, node, outcome)
-    if not edges:
-        return (None,)
-    out: set[str | None] = set()
-    for e in edges:
-        out |= set(settle(plan, e.dst, outcome, depth + 1))
-    return tuple(out)
+    return _settled(plan, outcome)[node_id]
+
+
+_SETTLED: dict[tuple[int, str], tuple[Plan, dict[str, tuple[str | None, ...]]]] = {}
+
+
+def _settled(plan: Plan, outcome: str) -> dict[str, tuple[str | None, ...]]:
+    """``settle`` for every pass-through node of the plan at once: each node's pass-through successors are
+    read once, and a loop among them is found as a strongly connected component (linear in the plan's size;
+    following every path instead doubles with each decision in a row). Kept for the last few plans."""
+    key = (id(plan), outcome)
+    kept = _SETTLED.get(key)
+    if kept is not None and kept[0] is plan:
+        return kept[1]
+    passing = [n for n in plan.nodes.values() if n.type in PASS_THROUGH]
+    succ = {n.id: [e.dst for e in possible_edges(plan, n, outcome)[0]] for n in passing}
+    inner = {nid: sorted({d for d in dsts if d in succ}) for nid, dsts in succ.items()}
+    result: dict[str, tuple[str | None, ...]] = {}
+    length: dict[str, int] = {}
+    for comp in strongly_connected(inner):  # sinks first: every component after those it leads to
+        members = set(comp)
+        looped = len(comp) > 1 or comp[0] in inner[comp[0]]
+        out: set[str | None] = {None} if looped or any(not succ[m] for m in comp) else set()
+        longest = 0
+        for m in comp:
+            for d in succ[m]:
+                if d in members:
+                    continue
+                if d in succ:
+                    out.update(result[d])
+                    longest = max(longest, length[d])
+                else:
+                    out.add(d)
+        if longest + 1 > MAX_PASS_THROUGH:
+            out.add(None)
+        for m in comp:
+            result[m] = tuple(out)
+            length[m] = longest + 1
+    if len(_SETTLED) >= 16:
+        _SETTLED.clear()
+    _SETTLED[key] = (plan, result)
+    return result
 
 
 def route_gap(plan: Plan, node: Node, outcome: str) -> str:
