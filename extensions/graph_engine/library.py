@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from .lint import ERROR, Diagnostic, cross_plan_triggers, diag, lint_plan, raw_structure
 from .model import Plan, PlanError, compile_plan
-from .schema import find_schema, load_schema, validate_plan, validate_top
+from .schema import SCHEMA_OFF, find_schema, jsonschema_available, load_schema, validate_plan, validate_top
 
 PLAN_DOC = "docs/plan-authoring.md"
 
@@ -67,12 +67,12 @@ class Checked:
         return self.plan is not None and not any(d.severity == ERROR for d in self.diagnostics)
 
 
-def check_plan(plan_id: str, raw: Any, schema: dict[str, Any] | None, use_jsonschema: bool = False) -> Checked:
+def check_plan(plan_id: str, raw: Any, schema: dict[str, Any] | None) -> Checked:
     """Schema, compile and lint one plan.  Never raises for the plan's fault."""
     started = time.perf_counter()
     found = []
     if schema is not None:
-        for p in validate_plan(plan_id, raw, schema, use_jsonschema):
+        for p in validate_plan(plan_id, raw, schema):
             rule = "pace_level" if p.path.endswith(".pace_level") else "schema"
             found.append(diag(rule, p.plan, f"{p.path}: {p.message}", f"see the field in {PLAN_DOC}"))
     if found:  # compiling would only repeat it; the structure can still be read
@@ -90,8 +90,7 @@ def check_plan(plan_id: str, raw: Any, schema: dict[str, Any] | None, use_jsonsc
     return Checked(plan, tuple(report.diagnostics), report.worst_case_turns, time.perf_counter() - started)
 
 
-def document_problems(data: Any, path: str, schema: dict[str, Any] | None,
-                      use_jsonschema: bool = False) -> tuple[dict[str, Any], list[Diagnostic]]:
+def document_problems(data: Any, path: str, schema: dict[str, Any] | None) -> tuple[dict[str, Any], list[Diagnostic]]:
     """The plans to check (the first GRAPH_ENGINE_MAX_PLANS) and the findings of the document's top level.
 
     Raises ValueError only when the document itself is unusable (not an object, no 'plans' object)."""
@@ -110,27 +109,33 @@ def document_problems(data: Any, path: str, schema: dict[str, Any] | None,
                                 fix="split the library, or raise GRAPH_ENGINE_MAX_PLANS"))
         raw_plans = dict(list(raw_plans.items())[:limit])
     if schema is not None:
-        for p in validate_top(data, schema, use_jsonschema):
+        for p in validate_top(data, schema):
             found.append(diag("schema", "(library)", f"{p.path}: {p.message}", f"see the field in {PLAN_DOC}"))
+    elif not jsonschema_available():
+        found.append(Diagnostic(rule="schema", severity="warning", plan="(library)", node=None, edge=None,
+                                message=SCHEMA_OFF, fix="pip install jsonschema in the framework's Python"))
     return raw_plans, found
 
 
 def library_schema(path: str) -> dict[str, Any] | None:
+    """The schema to check the library with; None without one or without jsonschema."""
+    if not jsonschema_available():
+        return None
     schema_file = find_schema(path if path != "<memory>" else "")
     return load_schema(schema_file) if schema_file is not None else None
 
 
-def check_document(data: Any, path: str = "<memory>", use_jsonschema: bool = False) -> Library:
+def check_document(data: Any, path: str = "<memory>") -> Library:
     """Schema, compile and lint every plan; plans with an error are left out.  Never raises for a plan's fault.
 
     Raises ValueError only when the document itself is unusable (not an object, no 'plans' object)."""
     schema = library_schema(path)
-    raw_plans, found = document_problems(data, path, schema, use_jsonschema)
+    raw_plans, found = document_problems(data, path, schema)
     compiled: dict[str, Plan] = {}
     reports: dict[str, int | None] = {}
     timings: dict[str, float] = {}
     for plan_id, raw in raw_plans.items():
-        checked = check_plan(plan_id, raw, schema, use_jsonschema)
+        checked = check_plan(plan_id, raw, schema)
         found.extend(checked.diagnostics)
         timings[plan_id] = checked.seconds
         if checked.plan is not None:
@@ -220,13 +225,13 @@ def dot_files(path: str) -> list[str]:
         return []
 
 
-def with_dot_plans(data: Any, path: str, dots: list[str], use_jsonschema: bool = False) -> Library:
+def with_dot_plans(data: Any, path: str, dots: list[str]) -> Library:
     """The JSON library plus the DOT plans, through the same schema and lint; DOT findings carry line:col."""
     from .dot import DotSyntaxError, parse
     from .dot_plan import DOT_OWNED_RULES, to_plan
 
     if not isinstance(data, dict) or not isinstance(data.get("plans"), dict):
-        return check_document(data, path, use_jsonschema)  # raises the document's own problem
+        return check_document(data, path)  # raises the document's own problem
     plans = dict(data["plans"])
     extra: list[Diagnostic] = []
     positions: dict[str, tuple[str, Any]] = {}
@@ -249,7 +254,7 @@ def with_dot_plans(data: Any, path: str, dots: list[str], use_jsonschema: bool =
         plans[pid] = plan
         positions[pid] = (dot_path, graph)
         extra.extend(replace(d, file=dot_path) for d in found)
-    lib = check_document(dict(data, plans=plans), path, use_jsonschema)
+    lib = check_document(dict(data, plans=plans), path)
     said = {(d.rule, d.plan, d.node, d.edge) for d in extra}  # the DOT lint's finding says it with its position
     located = [_locate(d, positions) for d in lib.diagnostics
                if not (d.plan in positions and (d.rule in DOT_OWNED_RULES or (d.rule, d.plan, d.node, d.edge) in said))

@@ -73,11 +73,11 @@ def json_arg(text: str, option: str, example: str) -> Any:
         raise CliError(f"{option} is not valid JSON ({exc}); for example {option} '{example}'") from None
 
 
-def load_library(path: str, use_jsonschema: bool = False) -> Library:
+def load_library(path: str) -> Library:
     """A library file (.json, with the .dot plans beside it) or a single .dot plan, through schema and lint."""
     text = read_text(path, "plan library")
     if path.endswith(".dot"):
-        return with_dot_plans({"plans": {}}, path, [path], use_jsonschema=use_jsonschema)
+        return with_dot_plans({"plans": {}}, path, [path])
     try:
         data = parse_json(text.encode("utf-8"))
     except ValueError as exc:
@@ -85,8 +85,8 @@ def load_library(path: str, use_jsonschema: bool = False) -> Library:
     try:
         dots = dot_files(path)
         if dots:
-            return with_dot_plans(data, path, dots, use_jsonschema=use_jsonschema)
-        return check_document(data, path, use_jsonschema=use_jsonschema)
+            return with_dot_plans(data, path, dots)
+        return check_document(data, path)
     except ValueError as exc:  # the document itself: not an object, no 'plans'
         raise CliError(str(exc)) from None
 
