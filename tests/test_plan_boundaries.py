@@ -31,7 +31,8 @@ def write_library(folder, plans, dots=None, raw_text=None):
 def both_loads(path):
     """(plans the engine runs, its problem lines), and the same from the CLI's loader."""
     cat, lines = LibraryCache(str(path), recheck_seconds=0, background=False).refresh()
-    engine = (sorted(cat.library().plans) if cat is not None else None, lines)
+    plans = sorted(cat.library().plans) if cat is not None else None  # a large library: every plan checked
+    engine = (plans, lines + (cat.take_problems() if cat is not None else []))
     lib = load_library(str(path))
     return engine, (sorted(lib.plans), list(lib.problems))
 
@@ -111,3 +112,162 @@ def test_lint_work_grows_linearly_with_a_plan_of_5000_nodes(monkeypatch):
         assert checked.usable, checked.diagnostics
         counts.append(calls[0])
     assert counts[1] <= 12 * counts[0]  # ten times the nodes: about ten times the work
+
+
+# ── one validator: jsonschema ───────────────────────────────────────────────
+
+
+def graph_plan(edge_extra=None, trigger="fix the bug"):
+    edge = {"from": "work", "to": "end", **(edge_extra or {})}
+    return {"name": "Graph", "triggers": [trigger], "trigger_threshold": 1, "graph": {
+        "start": "s", "nodes": {"s": {"type": "start"}, "work": {"type": "task"}, "end": {"type": "exit"}},
+        "edges": [{"from": "s", "to": "work"}, edge]}}
+
+
+def test_an_edge_weight_is_accepted_in_json_and_dot(tmp_path):
+    path = write_library(tmp_path, {"weighted": graph_plan({"weight": 1}), "good": good_plan()},
+                         dots={"w.dot": 'digraph w { start [shape=Mdiamond] exit [shape=Msquare] '
+                                        'start -> B B [prompt="b"] B -> C [weight=3] C [prompt="c"] C -> exit }'})
+    (engine_plans, engine_lines), (cli_plans, _) = both_loads(path)
+    assert engine_plans == cli_plans == ["good", "w", "weighted"]
+    assert not [line for line in engine_lines if "disabled" in line or "not loaded" in line]
+
+
+def test_a_400_digit_weight_disables_only_its_plan_and_says_why(tmp_path):
+    path = write_library(tmp_path, {}, raw_text='{"plans": {"heavy": %s, "good": %s}}' % (
+        json.dumps(graph_plan({"weight": 0})).replace('"weight": 0', '"weight": ' + "9" * 400),
+        json.dumps(good_plan())))
+    (engine_plans, engine_lines), (cli_plans, cli_lines) = both_loads(path)
+    assert engine_plans == cli_plans == ["good"]
+    line, = [x for x in engine_lines if "'heavy'" in x]
+    assert f"{path}: plan 'heavy' is disabled" in line and "plans.heavy.graph.edges[1].weight" in line
+    assert "must be between -1,000,000,000 and 1,000,000,000, got a number of 400 digits" in line
+
+
+def test_without_jsonschema_one_line_says_the_schema_check_is_off_and_the_compiler_still_refuses(
+        tmp_path, monkeypatch):
+    import graph_engine.library as library
+
+    monkeypatch.setattr(library, "jsonschema_available", lambda: False)
+    bad = dict(good_plan("Bad", "break things"), steps=[{"name": 3, "verify": "yes"}])
+    path = write_library(tmp_path, {"bad": bad, "good": good_plan()})
+    (engine_plans, engine_lines), (cli_plans, _) = both_loads(path)
+    assert engine_plans == cli_plans == ["good"]
+    off = [line for line in engine_lines if "jsonschema is not installed" in line]
+    assert len(off) == 1 and "pip install jsonschema" in off[0]
+    assert any("plan 'bad' is disabled" in line for line in engine_lines)
+
+
+# ── one way to read a library ───────────────────────────────────────────────
+
+ODD_VALUES = {  # what a plan's "_note" holds -> whether the plan still loads
+    "NaN": False, "Infinity": False, "-Infinity": False, "18446744073709551616": True, "9" * 4301: False,
+    '"\\ud800"': False, '"\\ud83d\\ude00"': True, "[" * 1000 + "]" * 1000: False, "[" * 50 + "]" * 50: True,
+}
+
+
+@pytest.mark.parametrize("with_dot", [False, True], ids=["json alone", "with a .dot beside it"])
+@pytest.mark.parametrize("value", ODD_VALUES, ids=lambda v: v[:24])
+def test_an_odd_json_value_is_read_the_same_everywhere_and_disables_at_most_its_plan(tmp_path, value, with_dot):
+    odd = json.dumps(dict(good_plan("Odd", "odd words"), _note=0)).replace('"_note": 0', f'"_note": {value}')
+    dots = {"d.dot": 'digraph d { start [shape=Mdiamond] exit [shape=Msquare] start -> t t [prompt="t"] '
+                     't -> exit }'} if with_dot else None
+    path = write_library(tmp_path, {}, dots=dots, raw_text='{"plans": {"odd": %s, "good": %s}}' % (
+        odd, json.dumps(good_plan())))
+    (engine_plans, engine_lines), (cli_plans, cli_lines) = both_loads(path)
+    assert engine_plans == cli_plans
+    assert ("odd" in engine_plans) == ODD_VALUES[value]
+    assert "good" in engine_plans and ("d" in engine_plans) == with_dot
+    if not ODD_VALUES[value]:
+        line, = [x for x in engine_lines if "'odd'" in x]
+        assert f"{path}: plan 'odd' is disabled" in line and "plans.odd" in line and "(fix: " in line
+
+
+def test_a_byte_order_mark_is_skipped_by_every_reader(tmp_path):
+    path = tmp_path / "lib.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"plans": {"good": good_plan()}}).encode())
+    (engine_plans, engine_lines), (cli_plans, _) = both_loads(path)
+    assert engine_plans == cli_plans == ["good"] and engine_lines == []
+
+
+def test_of_duplicate_keys_the_last_counts_everywhere(tmp_path):
+    text = '{"plans": {"p": %s, "p": %s}}' % (json.dumps(good_plan("First")), json.dumps(good_plan("Second")))
+    path = write_library(tmp_path, {}, raw_text=text)
+    cat, _ = LibraryCache(str(path), recheck_seconds=0, background=False).refresh()
+    assert cat.get("p").name == load_library(str(path)).plans["p"].name == "Second"
+
+
+def test_a_plan_nested_1000_deep_in_a_large_library_disables_only_that_plan(tmp_path):
+    plans = {f"p{i}": good_plan(f"P{i}", f"task number {i}") for i in range(40)}  # loaded lazily
+    text = json.dumps({"plans": plans}).replace('"name": "P7"', '"name": "P7", "_note": ' + "[" * 1000 + "]" * 1000)
+    path = write_library(tmp_path, {}, raw_text=text)
+    (engine_plans, engine_lines), (cli_plans, _) = both_loads(path)
+    assert engine_plans == cli_plans == sorted(set(plans) - {"p7"})
+    assert any("plan 'p7' is disabled" in line and "nested" in line for line in engine_lines)
+
+
+# ── a .dot beside the library ───────────────────────────────────────────────
+
+
+def test_a_dot_file_with_a_json_plans_id_is_refused_naming_both_files_and_the_json_plan_works(tmp_path):
+    dot = ('digraph bugfix { start [shape=Mdiamond] exit [shape=Msquare] start -> t t [prompt="t"] '
+           't -> exit }')
+    path = write_library(tmp_path, {"bugfix": good_plan("Bugfix", "fix the bug"), "good": good_plan()},
+                         dots={"bugfix.dot": dot})
+    (engine_plans, engine_lines), (cli_plans, cli_lines) = both_loads(path)
+    assert engine_plans == cli_plans == ["bugfix", "good"]
+    line, = [x for x in engine_lines if "bugfix.dot" in x]
+    assert f"DOT file {tmp_path / 'bugfix.dot'} is not loaded, the others keep working" in line
+    assert f"already defined in {path}" in line and "1:1" in line and "rename the digraph" in line
+    assert line in cli_lines
+
+
+def test_two_dot_files_with_one_digraph_name_the_first_loads_and_the_second_names_it(tmp_path):
+    dot = 'digraph twin { start [shape=Mdiamond] exit [shape=Msquare] start -> t t [prompt="t"] t -> exit }'
+    path = write_library(tmp_path, {"good": good_plan()}, dots={"a.dot": dot, "b.dot": dot})
+    (engine_plans, engine_lines), _ = both_loads(path)
+    assert engine_plans == ["good", "twin"]
+    line, = [x for x in engine_lines if "b.dot" in x]
+    assert f"already defined in {tmp_path / 'a.dot'}" in line
+
+
+def test_subgraphs_nested_10000_deep_refuse_only_their_file_with_the_depth(tmp_path):
+    dot = "digraph deep { " + "subgraph { " * 10_000 + "a" + " }" * 10_000 + " }"
+    path = write_library(tmp_path, {"good": good_plan()}, dots={"deep.dot": dot})
+    (engine_plans, engine_lines), (cli_plans, _) = both_loads(path)
+    assert engine_plans == cli_plans == ["good"]
+    line, = [x for x in engine_lines if "deep.dot" in x]
+    assert "is not loaded" in line and "nested more than 64 deep" in line
+
+
+# ── only regular files, with a size limit ───────────────────────────────────
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "device"])
+def test_a_library_that_is_not_a_regular_file_is_refused_at_once(tmp_path, kind):
+    path = tmp_path / "lib.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    else:
+        path = "/dev/zero"
+    cat, lines = LibraryCache(str(path), recheck_seconds=0, background=False).refresh()
+    assert cat is None and len(lines) == 1 and "no plans are active" in lines[0]
+    with pytest.raises(CliError, match="folder|FIFO|device"):
+        load_library(str(path))
+
+
+def test_a_dot_file_that_is_a_fifo_is_refused_and_the_library_loads(tmp_path):
+    path = write_library(tmp_path, {"good": good_plan()})
+    os.mkfifo(tmp_path / "pipe.dot")
+    (engine_plans, engine_lines), (cli_plans, _) = both_loads(path)
+    assert engine_plans == cli_plans == ["good"]
+    assert any("pipe.dot" in line and "FIFO" in line for line in engine_lines)
+
+
+def test_validate_dev_zero_is_refused_without_reading(capsys):
+    from graph_engine.tools import cli
+
+    assert cli.main(["validate", "/dev/zero"]) == 2
+    assert "device" in capsys.readouterr().err

@@ -431,7 +431,10 @@ def _success_edge(edges: tuple[Edge, ...]) -> str | None:
 def _short(value: Any) -> str:
     """A number for a message: a huge integer by its size, not its hundreds of digits (which str() may refuse)."""
     if isinstance(value, int) and value.bit_length() > 64:
-        return f"a number of about {int(value.bit_length() * 0.30103) + 1} digits"
+        try:
+            return f"a number of {len(str(abs(value))):,} digits"
+        except ValueError:  # over the interpreter's limit on converting an integer to text
+            return "a number of thousands of digits"
     return repr(value)
 
 
