@@ -271,3 +271,67 @@ def test_validate_dev_zero_is_refused_without_reading(capsys):
 
     assert cli.main(["validate", "/dev/zero"]) == 2
     assert "device" in capsys.readouterr().err
+
+
+# ── Attractor details ───────────────────────────────────────────────────────
+
+
+def test_inspect_shows_a_nodes_default_shape(capsys, tmp_path):
+    from graph_engine.tools import cli
+
+    path = tmp_path / "p.dot"
+    path.write_text('digraph p { start [shape=Mdiamond] exit [shape=Msquare] work [prompt="w"] '
+                    'start -> work -> exit }')
+    assert cli.main(["inspect", str(path), "--json"]) == 0
+    nodes = json.loads(capsys.readouterr().out)["nodes"]
+    assert nodes["work"]["attrs"]["shape"] == "box" and nodes["start"]["attrs"]["shape"] == "Mdiamond"
+
+
+def test_condition_syntax_names_each_bad_edge_even_beside_a_schema_error(tmp_path):
+    plan = graph_plan()
+    plan["name"] = 3  # a schema error: the plan is not compiled
+    plan["graph"]["edges"] = [{"from": "s", "to": "work", "condition": "outcome==success"},
+                              {"from": "work", "to": "end", "condition": "lang ~ python"}]
+    path = write_library(tmp_path, {"p": plan, "good": good_plan()})
+    lib = load_library(str(path))
+    bad = sorted(d.edge for d in lib.diagnostics if d.rule == "condition_syntax")
+    assert bad == ["s -> work", "work -> end"] and sorted(lib.plans) == ["good"]
+
+
+def partial_plan(edges):
+    return {"name": "Partial", "triggers": ["try it"], "trigger_threshold": 1, "graph": {
+        "start": "s", "nodes": {"s": {"type": "start"}, "x": {"type": "exit"},
+                                "t": {"type": "task", "action": "try", "max_retries": 1, "allow_partial": True,
+                                      "verify": {"type": "exit_code_zero"}},
+                                "salvage": {"type": "task", "action": "keep what works"}},
+        "edges": [{"from": "s", "to": "t"}, {"from": "salvage", "to": "x"}] + edges}}
+
+
+def test_allow_partial_spent_retries_take_the_partial_success_edge_as_the_engine_does():
+    """Spec 3.5-3.6: retries spent with allow_partial give PARTIAL_SUCCESS; an edge naming it is taken, else the
+    success route. The lint's route and the model's 'paths forward' follow the engine."""
+    from graph_engine.library import check_document
+    from graph_engine.render import _paths_forward
+
+    raw = partial_plan([{"from": "t", "to": "x", "condition": "outcome=success"},
+                        {"from": "t", "to": "salvage", "condition": "outcome=partial_success"}])
+    lib = check_document({"plans": {"p": raw}})
+    plan = lib.plans["p"]
+    assert lint.transitions(plan)["t"]["exhausted"] == ("salvage",)
+    assert _paths_forward(plan, plan.nodes["t"], 1) == [
+        "  If the check passes → finish (x)", "  If it fails → the step counts as partly done, then salvage"]
+
+
+def test_allow_partial_with_a_sure_partial_edge_is_not_refused_as_a_stall():
+    from graph_engine.library import check_document
+
+    raw = partial_plan([{"from": "t", "to": "x", "condition": "outcome=success && context.lang=python"},
+                        {"from": "t", "to": "x", "condition": "outcome=success && context.lang!=python"},
+                        {"from": "t", "to": "salvage", "condition": "outcome=partial_success"}])
+    lib = check_document({"plans": {"p": raw}})
+    assert list(lib.plans) == ["p"], [d.text() for d in lib.diagnostics]
+    raw["graph"]["edges"] = raw["graph"]["edges"][:3] + [  # the partial route needs a context value
+        {"from": "t", "to": "salvage", "condition": "outcome=partial_success && context.keep=yes"}]
+    raw["graph"]["edges"][1]["condition"] = "outcome=success && context.lang=ruby"
+    lib = check_document({"plans": {"p": raw}})
+    assert any(d.rule == "stall_possible" and "'partial'" in d.message for d in lib.diagnostics)

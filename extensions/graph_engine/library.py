@@ -78,7 +78,7 @@ def check_plan(plan_id: str, raw: Any, schema: dict[str, Any] | None) -> Checked
             rule = "pace_level" if p.path.endswith(".pace_level") else "schema"
             found.append(diag(rule, p.plan, f"{p.path}: {p.message}", f"see the field in {PLAN_DOC}"))
     if found:  # compiling would only repeat it; the structure can still be read
-        found += [d for d in raw_structure(plan_id, raw) if d.rule == "reachability"]
+        found += [d for d in raw_structure(plan_id, raw) if d.rule in ("reachability", "condition_syntax")]
         return Checked(None, tuple(found), None, time.perf_counter() - started)
     try:
         plan = compile_plan(plan_id, raw)

@@ -119,7 +119,7 @@ def diag(rule: str, plan: str, message: str, fix: str, node: str | None = None,
 # ── routing, as the engine does it ──────────────────────────────────────────
 
 
-STATUS_OF = {"success": "success", "retry": "retry", "exhausted": "fail"}
+STATUS_OF = {"success": "success", "retry": "retry", "exhausted": "fail", "partial": "partial_success"}
 
 
 def _kind(node: Node) -> str:
@@ -161,6 +161,8 @@ def possible_edges(plan: Plan, node: Node, outcome: str) -> tuple[list[Edge], bo
                 certain = certain or sure
     if certain:
         return found, False
+    if outcome == "partial":  # when no edge names it, a partial success is routed as a success
+        return found + [e for e in possible_edges(plan, node, "success")[0] if e not in found], False
     if status == "retry" and kind == "task":
         return found, True
     return found + [e for e in edges if e.condition == "always"], False
@@ -179,8 +181,9 @@ def resolve(plan: Plan, node_id: str, outcome: str) -> tuple[str | None, ...]:
     node = plan.nodes[node_id]
     edges, stay = possible_edges(plan, node, outcome)
     targets: set[str | None] = {node_id} if stay else set()
+    onward = "success" if outcome == "partial" else outcome  # a partial success goes on as a success
     for e in edges:  # a pass-through node further on that routes nowhere is stall_possible's finding, there
-        targets |= {t for t in settle(plan, e.dst, outcome) if t is not None}
+        targets |= {t for t in settle(plan, e.dst, onward) if t is not None}
     if not edges and not stay:
         targets.add(None)
     return tuple(sorted(targets, key=lambda t: (t is None, t or "")))
@@ -239,6 +242,10 @@ def _settled(plan: Plan, outcome: str) -> dict[str, tuple[str | None, ...]]:
 def route_gap(plan: Plan, node: Node, outcome: str) -> str:
     """Why this outcome may route nowhere from the node ("" when it always routes somewhere): no edge matches
     it, or every edge that matches also needs a context value or a preferred label that may not be there."""
+    if outcome == "partial":  # an edge that surely takes it, else it is routed as a success
+        sure = any(e.clauses and _outcome_clauses_hold(e.clauses, "partial_success")[1]
+                   for e in plan.out_edges.get(node.id, ()))
+        return "" if sure else route_gap(plan, node, "success")
     edges, stay = possible_edges(plan, node, outcome)
     if stay or node.type in ("parallel", "fan_in", "human"):
         return ""
@@ -280,11 +287,11 @@ def reached(plan: Plan) -> list[tuple[str, str, str | None]]:
         if node.type != "task":
             continue
         outcomes = ["success"] + (["retry"] if can_fail(node) and node.max_retries > 0 else []) + \
-            (["exhausted"] if can_fail(node) and not node.allow_partial else [])
+            ([("partial" if node.allow_partial else "exhausted")] if can_fail(node) else [])
         for outcome in outcomes:
             out.append((node.id, outcome, node.id))
             for e in possible_edges(plan, node, outcome)[0]:
-                walk(e.dst, outcome, node.id)
+                walk(e.dst, "success" if outcome == "partial" else outcome, node.id)
     return out
 
 
@@ -321,8 +328,8 @@ def transitions(plan: Plan) -> dict[str, dict[str, tuple[str | None, ...]]]:
         if can_fail(node):
             if node.max_retries > 0:
                 outs["retry"] = resolve(plan, node.id, "retry")
-            # allow_partial: a failure with the retries spent is routed as a (partial) success
-            outs["exhausted"] = outs["success"] if node.allow_partial else resolve(plan, node.id, "exhausted")
+            # allow_partial: a failure with the retries spent is routed as a partial success (spec 3.5-3.6)
+            outs["exhausted"] = resolve(plan, node.id, "partial" if node.allow_partial else "exhausted")
         table[node.id] = outs
     return table
 

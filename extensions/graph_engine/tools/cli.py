@@ -181,6 +181,7 @@ def inspect_dot(path: str, as_json: bool, out: TextIO) -> int:
     nodes = {}
     for nid, n in graph.nodes.items():
         htype = handler_type(n.attrs, nid)
+        shown[nid].setdefault("shape", "box")  # spec 2.6: a node's shape defaults to box
         nodes[nid] = {"attrs": {k: jsonable(v) for k, v in shown[nid].items()}, "handler_type": htype,
                       "node_type": "unsupported" if htype == "stack.manager_loop" else node_type(htype),
                       "from_stylesheet": sorted(styled(graph, n, rules)), "line": n.line, "col": n.col}
