@@ -246,7 +246,7 @@ def with_dot_plans(data: Any, path: str, dots: list[str]) -> Library:
         if pid in plans:  # the plan already there keeps working; this file is the one refused
             first = positions[pid][0] if pid in positions else path
             extra.append(replace(diag("duplicate_plan", dot_path, f"digraph '{pid}' names a plan already defined "
-                                      f"in {first}; {dot_path} is not loaded", f"rename the digraph (e.g. digraph "
+                                      f"in {first}", f"rename the digraph (e.g. digraph "
                                       f"{pid}_2 {{...}}) or remove one of the two"),
                                  line=graph.line, col=graph.col, file=dot_path))
             continue
