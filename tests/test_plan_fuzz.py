@@ -11,10 +11,12 @@ import json
 import tempfile
 from datetime import timedelta
 from pathlib import Path
+from unittest.mock import patch
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from graph_engine import library
 from graph_engine.catalogue import LibraryCache
 from graph_engine.tools.inputs import load_library
 from graph_engine.tools.standin import LIBRARY
@@ -134,8 +136,9 @@ def _set(value, path, new):
 
 
 @BOUNDARY
-@given(victim=st.sampled_from(sorted(SHIPPED)), data=st.data())
-def test_a_mutated_json_plan_disables_at_most_itself(victim, data):
+@given(victim=st.sampled_from(sorted(SHIPPED)), schema=st.booleans(), data=st.data())
+def test_a_mutated_json_plan_disables_at_most_itself(victim, schema, data):
+    """With jsonschema and without it (then the compiler's own type checks are the guard)."""
     plan = SHIPPED[victim]
     places = list(_paths(plan))
     mutated = plan
@@ -145,5 +148,6 @@ def test_a_mutated_json_plan_disables_at_most_itself(victim, data):
         places = list(_paths(mutated))
     others = {pid: p for pid, p in GOOD.items() if pid != victim}
     text = json.dumps({"plans": {**others, victim: mutated}}).replace(json.dumps(MARK), data.draw(ODD))
-    working = loads_agree_and_good_plans_work(text=text)
+    with patch.object(library, "jsonschema_available", lambda: schema):
+        working = loads_agree_and_good_plans_work(text=text)
     assert set(others) <= working
