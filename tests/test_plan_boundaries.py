@@ -346,3 +346,19 @@ def test_a_deep_value_at_the_librarys_top_level_is_one_finding_and_every_plan_lo
     assert engine_plans == cli_plans == ["good"]
     line, = [x for x in engine_lines if "nested" in x]
     assert line.startswith(f"{path}: the library's top level is invalid: [schema] _meta")
+
+
+def test_a_compressed_tool_result_whose_file_is_a_fifo_is_judged_on_its_short_text_without_blocking(tmp_path):
+    from scenario import crash, events, started
+
+    from graph_engine.tools.standin import Reply
+
+    fifo = tmp_path / "5.txt"
+    os.mkfifo(fifo)  # opening it to read would wait for a writer forever
+    s = started()
+    s.run_pass(crash())
+    s.history[-1] = {"ai": False, "content": json.dumps(
+        {"tool_name": "code_execution_tool", "tool_result": "Traceback (most recent call last)<<\n99 CHARACTERS "
+                                                            "REMOVED TO SAVE SPACE\n>>", "file": str(fifo)})}
+    s.run_pass(Reply(warning="You have misformatted your message. Follow system prompt instructions."))
+    assert events(s, "node_verified")[0]["reason"] == "found 'Traceback (most recent call last)'"
