@@ -113,6 +113,12 @@ ODD = st.sampled_from(["NaN", "Infinity", "-Infinity", "1e400", "9" * 4400, "184
                        '{"a": {"a": {"a": {}}}}', "null", "true", "[]", "{}", '""', "1.5", "-7"])
 
 
+JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
+                                                                                    max_size=3), max_leaves=8)
+REPLACEMENTS = st.one_of(ODD, JSON_VALUES.map(json.dumps))
+
+
 def _paths(value, path=()):
     """Every place inside a JSON value, as a key path."""
     yield path
@@ -147,7 +153,52 @@ def test_a_mutated_json_plan_disables_at_most_itself(victim, schema, data):
         mutated = _set(mutated, where, MARK)
         places = list(_paths(mutated))
     others = {pid: p for pid, p in GOOD.items() if pid != victim}
-    text = json.dumps({"plans": {**others, victim: mutated}}).replace(json.dumps(MARK), data.draw(ODD))
+    text = json.dumps({"plans": {**others, victim: mutated}}).replace(json.dumps(MARK), data.draw(REPLACEMENTS))
     with patch.object(library, "jsonschema_available", lambda: schema):
         working = loads_agree_and_good_plans_work(text=text)
     assert set(others) <= working
+
+
+# ── JSON graph plans from the schema's vocabulary ───────────────────────────
+
+NODE_IDS = st.sampled_from(["s", "a", "b", "c", "d", "end", "esc", "__proto__", "null"])
+NODE_FIELDS = {
+    "type": st.sampled_from(["start", "task", "decision", "escalate", "exit", "checkpoint", "human", "parallel",
+                             "fan_in", "bogus"]),
+    "action": st.text(max_size=10), "tool": st.sampled_from(["", "code_execution_tool", "response"]),
+    "max_retries": st.one_of(st.integers(-2, 4), st.just(10**30)), "allow_partial": st.booleans(),
+    "continue_on_fail": st.booleans(), "goal_gate": st.booleans(), "retry_target": NODE_IDS,
+    "pace_level": st.sampled_from(["primary", "alternate", "contingent", "emergency", "x"]),
+    "reason": st.text(max_size=10),
+    "verify": st.fixed_dictionaries({"type": st.sampled_from(["output_contains", "output_matches", "any_output",
+                                                              "exit_code_zero", "file_exists", "manual", "nope"])},
+                                    optional={"value": st.sampled_from(["ok", "(a+)+$", "[", "^x", ""]),
+                                              "fail_if": st.sampled_from(["FAIL", "(", ".*=.*x"])}),
+}
+CONDITIONS = st.sampled_from(["on_success", "on_fail", "on_retry", "on_exhaust", "always", "outcome=success",
+                              "outcome=partial_success", "outcome!=fail && context.lang=python",
+                              "context.lang!=python", "preferred_label=Yes", "outcome==x", "", "&&"])
+
+
+@st.composite
+def graph_plans(draw) -> dict:
+    """Graph plans made of the schema's fields and values (and a few wrong ones): any shape of graph."""
+    ids = draw(st.lists(NODE_IDS, min_size=1, max_size=7, unique=True))
+    nodes = {nid: draw(st.fixed_dictionaries({}, optional=NODE_FIELDS)) for nid in ids}
+    edges = [draw(st.fixed_dictionaries({"from": st.sampled_from(ids), "to": st.sampled_from(ids + ["ghost"])},
+                                        optional={"condition": CONDITIONS, "label": st.sampled_from(["Yes", "[N] No"]),
+                                                  "weight": st.one_of(st.integers(-3, 3), st.floats(),
+                                                                      st.just(10**40))}))
+             for _ in range(draw(st.integers(0, 12)))]
+    return {"name": "Generated", "triggers": draw(st.lists(st.sampled_from(["run it", "fix the bug", "x"]),
+                                                           max_size=2)),
+            "trigger_threshold": draw(st.integers(0, 3)),
+            "graph": {"start": draw(st.sampled_from(ids + ["missing"])), "nodes": nodes, "edges": edges}}
+
+
+@BOUNDARY
+@given(plan=graph_plans())
+def test_a_generated_json_plan_disables_at_most_itself(plan):
+    text = json.dumps({"plans": {**GOOD, "generated": plan}})
+    working = loads_agree_and_good_plans_work(text=text)
+    assert set(GOOD) <= working
