@@ -362,3 +362,19 @@ def test_a_compressed_tool_result_whose_file_is_a_fifo_is_judged_on_its_short_te
                                                             "REMOVED TO SAVE SPACE\n>>", "file": str(fifo)})}
     s.run_pass(Reply(warning="You have misformatted your message. Follow system prompt instructions."))
     assert events(s, "node_verified")[0]["reason"] == "found 'Traceback (most recent call last)'"
+
+
+def test_the_export_of_a_shipped_plan_saved_beside_the_library_leaves_every_shipped_plan_working(tmp_path, capsys):
+    import shutil
+
+    from graph_engine.tools import cli
+    from graph_engine.tools.standin import LIBRARY
+
+    path = tmp_path / "htn_plan_library.json"
+    shutil.copy(LIBRARY, path)
+    assert cli.main(["export", "--plan", "bugfix_workflow"]) == 0  # the shipped library
+    (tmp_path / "bugfix_workflow.dot").write_text(capsys.readouterr().out)
+    (engine_plans, engine_lines), (cli_plans, _) = both_loads(path)
+    assert engine_plans == cli_plans == sorted(json.loads(LIBRARY.read_text())["plans"])
+    line, = [x for x in engine_lines if "bugfix_workflow.dot" in x]
+    assert f"[duplicate_plan] digraph 'bugfix_workflow' names a plan already defined in {path}" in line
