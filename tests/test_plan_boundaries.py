@@ -378,3 +378,21 @@ def test_the_export_of_a_shipped_plan_saved_beside_the_library_leaves_every_ship
     assert engine_plans == cli_plans == sorted(json.loads(LIBRARY.read_text())["plans"])
     line, = [x for x in engine_lines if "bugfix_workflow.dot" in x]
     assert f"[duplicate_plan] digraph 'bugfix_workflow' names a plan already defined in {path}" in line
+
+
+def test_should_checking_a_plan_fail_only_that_plan_is_disabled_with_one_line(tmp_path, monkeypatch):
+    import graph_engine.library as library
+
+    real = library.lint_plan
+
+    def failing_for_one(plan):
+        if plan.id == "unlucky":
+            raise IndexError("a fault in the checker")
+        return real(plan)
+
+    monkeypatch.setattr(library, "lint_plan", failing_for_one)
+    path = write_library(tmp_path, {"unlucky": good_plan("U", "unlucky words"), "good": good_plan()})
+    (engine_plans, engine_lines), (cli_plans, _) = both_loads(path)
+    assert engine_plans == cli_plans == ["good"]
+    line, = [x for x in engine_lines if "'unlucky'" in x]
+    assert "the engine could not check this plan (IndexError: a fault in the checker)" in line
