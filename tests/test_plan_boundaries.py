@@ -396,3 +396,22 @@ def test_should_checking_a_plan_fail_only_that_plan_is_disabled_with_one_line(tm
     assert engine_plans == cli_plans == ["good"]
     line, = [x for x in engine_lines if "'unlucky'" in x]
     assert "the engine could not check this plan (IndexError: a fault in the checker)" in line
+
+
+def test_should_mapping_a_dot_file_fail_only_that_file_is_refused(tmp_path, monkeypatch):
+    import graph_engine.dot_plan as dot_plan
+
+    real = dot_plan.to_plan
+
+    def failing_for_one(graph):
+        if graph.name == "unlucky":
+            raise KeyError("a fault in the mapper")
+        return real(graph)
+
+    monkeypatch.setattr(dot_plan, "to_plan", failing_for_one)
+    ok = 'digraph {} {{ start [shape=Mdiamond] exit [shape=Msquare] start -> t t [prompt="t"] t -> exit }}'
+    path = write_library(tmp_path, {"good": good_plan()},
+                         dots={"a.dot": ok.format("unlucky"), "b.dot": ok.format("fine")})
+    (engine_plans, engine_lines), (cli_plans, _) = both_loads(path)
+    assert engine_plans == cli_plans == ["fine", "good"]
+    assert any("a.dot is not loaded" in x and "could not check" in x for x in engine_lines)

@@ -263,7 +263,13 @@ def with_dot_plans(data: Any, path: str, dots: list[str]) -> Library:
         if graph is None:
             extra.append(refused)
             continue
-        pid, plan, found = to_plan(graph)
+        try:
+            pid, plan, found = to_plan(graph)
+        except Exception as exc:  # noqa: BLE001 - the mapper's own fault: this file alone is refused
+            extra.append(replace(diag("schema", dot_path, f"{CHECK_FAILED} ({type(exc).__name__}: {exc})",
+                                      "please report it with the file; the other plans are not affected"),
+                                 file=dot_path))
+            continue
         if pid in plans:  # the plan already there keeps working; this file is the one refused
             first = positions[pid][0] if pid in positions else path
             extra.append(replace(diag("duplicate_plan", dot_path, f"digraph '{pid}' names a plan already defined "
