@@ -415,3 +415,19 @@ def test_should_mapping_a_dot_file_fail_only_that_file_is_refused(tmp_path, monk
     (engine_plans, engine_lines), (cli_plans, _) = both_loads(path)
     assert engine_plans == cli_plans == ["fine", "good"]
     assert any("a.dot is not loaded" in x and "could not check" in x for x in engine_lines)
+
+
+def test_deep_subgraphs_are_refused_after_reading_little_more_than_the_limit(monkeypatch):
+    from graph_engine import dot
+
+    calls = [0]
+    real = dot._Parser.peek
+
+    def counted(self, k=0):
+        calls[0] += 1
+        return real(self, k)
+
+    monkeypatch.setattr(dot._Parser, "peek", counted)
+    with pytest.raises(dot.DotSyntaxError, match="nested more than 64 deep"):
+        dot.parse("digraph deep { " + "subgraph { " * 10_000 + "a" + " }" * 10_000 + " }")
+    assert calls[0] < 20_000  # each level's label scan reading to the end of the file: over a million
