@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from .lint import ERROR, Diagnostic, cross_plan_triggers, diag, lint_plan, raw_structure
 from .model import Plan, PlanError, compile_plan
-from .reading import MAX_DEPTH, decode_text, read_regular, scan_document, value_problem
+from .reading import MAX_DEPTH, TooLarge, decode_text, read_regular, scan_document, value_problem
 from .schema import SCHEMA_OFF, find_schema, jsonschema_available, load_schema, validate_plan, validate_top
 
 PLAN_DOC = "docs/plan-authoring.md"
@@ -216,9 +216,7 @@ def read_library(path: str) -> bytes:
     """The library file's bytes.  Raises ValueError with a readable message when it cannot be used."""
     try:
         blob = read_regular(path, library_limit(), "plan library")
-    except ValueError as exc:
-        if "byte limit" not in str(exc):
-            raise
+    except TooLarge as exc:
         raise ValueError(f"{exc} ({BYTES_PER_PLAN // 1024} kB per plan GRAPH_ENGINE_MAX_PLANS allows, at least "
                          f"{MAX_LIBRARY_BYTES // 2**20} MB); split the library, or raise GRAPH_ENGINE_MAX_PLANS"
                          ) from None

@@ -29,6 +29,10 @@ class ReadError(ValueError):
     """A file that cannot be read: one line naming it, why, and what to do."""
 
 
+class TooLarge(ReadError):
+    """A regular file over the size limit."""
+
+
 def _kind(mode: int) -> str:
     if stat.S_ISDIR(mode):
         return "a folder"
@@ -54,7 +58,7 @@ def read_regular(path: str, limit: int, what: str = "file", prefix: bool = False
         if not stat.S_ISREG(st.st_mode):
             raise ReadError(f"{path}: the {what} is {_kind(st.st_mode)}, not a regular file; give a file's path")
         if st.st_size > limit and not prefix:
-            raise ReadError(f"{path}: the {what} is {st.st_size:,} bytes, over the {limit:,} byte limit")
+            raise TooLarge(f"{path}: the {what} is {st.st_size:,} bytes, over the {limit:,} byte limit")
         chunks, left = [], limit + (0 if prefix else 1)
         step = max(st.st_size + 1, 1 << 16)  # the whole file in one read, as a rule
         while left > 0:
@@ -69,7 +73,7 @@ def read_regular(path: str, limit: int, what: str = "file", prefix: bool = False
         os.close(fd)
     blob = b"".join(chunks)
     if len(blob) > limit:  # it grew while being read
-        raise ReadError(f"{path}: the {what} is over the {limit:,} byte limit")
+        raise TooLarge(f"{path}: the {what} is over the {limit:,} byte limit")
     return blob
 
 
