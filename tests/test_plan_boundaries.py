@@ -431,3 +431,14 @@ def test_deep_subgraphs_are_refused_after_reading_little_more_than_the_limit(mon
     with pytest.raises(dot.DotSyntaxError, match="nested more than 64 deep"):
         dot.parse("digraph deep { " + "subgraph { " * 10_000 + "a" + " }" * 10_000 + " }")
     assert calls[0] < 20_000  # each level's label scan reading to the end of the file: over a million
+
+
+def test_a_dot_file_over_its_size_limit_is_refused_unread_and_the_library_loads(tmp_path):
+    from graph_engine.library import MAX_DOT_BYTES
+
+    big = "digraph big { " + "// padding\n" * (MAX_DOT_BYTES // 11 + 1) + "}"
+    path = write_library(tmp_path, {"good": good_plan()}, dots={"big.dot": big})
+    (engine_plans, engine_lines), (cli_plans, _) = both_loads(path)
+    assert engine_plans == cli_plans == ["good"]
+    line, = [x for x in engine_lines if "big.dot" in x]
+    assert f"over the {MAX_DOT_BYTES:,} byte limit" in line and "is not loaded" in line
