@@ -22,7 +22,9 @@ from .history import CallOutput, new_intervention, newest_call_output, reply_bef
 from .model import Plan
 from .render_graph import picture_setting, run_picture
 from .salute import build_report, write_report
-from .state import DATA_KEY, emit, is_legacy_linear, migrate_legacy, problem_with, problem_with_values, upgrade
+from .plain import as_text
+from .state import DATA_KEY, STATUSES, emit, is_legacy_linear, migrate_legacy, upgrade
+from .state import parse as parse_state
 
 CONTEXT_KEY = "htn_active_plan"
 STATE_ATTR = "_htn_state"
@@ -35,6 +37,7 @@ SPOOL_KEY = "graph_engine_audit_spool"  # agent data, saved with the chat: audit
 MAX_SPOOL_LINES = 2_000
 MAX_FULL_OUTPUT = 4 * 1024 * 1024
 MAX_LOGGED_ONCE = 256
+ENDED = tuple(x for x in STATUSES if x != "active")
 CARD_ATTR = "_graph_engine_card"  # [run id, log item, what it shows] of the run's card; False: cards are off
 
 
@@ -201,8 +204,8 @@ def _saved_state(agent: Any) -> Any:
         saved = agent.get_data(DATA_KEY)
     except Exception:  # noqa: BLE001 - an agent without data has nothing saved
         return None
-    if isinstance(saved, dict) and saved.get("status", "active") != "active":
-        return None
+    if isinstance(saved, dict) and saved.get("status", "active") in ENDED:
+        return None  # the last run of the chat, ended: kept for the record only
     return saved
 
 
@@ -303,30 +306,35 @@ def _full_output(out: CallOutput | None) -> CallOutput | None:
 
 
 def _usable_state(rt: Runtime, agent: Any, raw: Any, obs: engine.Observation, source: str) -> dict | None:
+    """The state to run: the one this module wrote last pass as it is, else ``raw`` read into a new value
+    (restored, migrated, set by others), or None (rejected with one warning, or a run that ended)."""
     if raw is None:
         return None
     if is_legacy_linear(raw):
-        return _migrate(rt, agent, raw, obs)
-    problem = "" if raw is getattr(agent, CHECKED_ATTR, None) else _untrusted(rt, raw)
-    if not problem:
-        if raw.get("status", "active") != "active":
-            _clear_state(agent)  # a run that ended in an earlier pass
-            return None
-        return upgrade(raw)
-    _reject(rt, agent, raw, problem, source)
-    return None
+        return _migrate(rt, agent, raw, obs, source)
+    if raw is getattr(agent, CHECKED_ATTR, None):
+        state, problem = raw, ""
+    else:
+        state, problem = _untrusted(rt, raw)
+    if state is None:
+        _reject(rt, agent, raw, problem, source)
+        return None
+    if state.get("status", "active") != "active":
+        _clear_state(agent)  # a run that ended in an earlier pass
+        return None
+    return upgrade(state)
 
 
-def _untrusted(rt: Runtime, raw: Any) -> str:
-    """The full check of a state this module did not write itself (restored, migrated, set by others): its
-    shape, every counter, and every node it names in the plan version it ran."""
-    problem = problem_with(raw)
-    if problem or raw.get("status", "active") != "active":
-        return problem
-    plan = rt.lookup(raw["plan_id"], raw.get("plan_version", ""))
-    if plan is None or (raw.get("plan_version") and plan.version != raw["plan_version"]):
-        return ""  # the plan (version) is gone: the engine ends the run with its own message
-    return problem_with_values(raw, plan)
+def _untrusted(rt: Runtime, raw: Any) -> tuple[dict | None, str]:
+    """A state this module did not write itself, read into a new value: its shape, every counter, and every
+    node it names in the plan version it ran (state.parse); the stored value is left as it was."""
+    state, problem = parse_state(raw)
+    if state is None or state.get("status", "active") != "active":
+        return state, problem
+    plan = rt.lookup(state["plan_id"], state["plan_version"])
+    if plan is None or (state["plan_version"] and plan.version != state["plan_version"]):
+        return state, ""  # the plan (version) is gone: the engine ends the run with its own message
+    return parse_state(state, plan)
 
 
 def _reject(rt: Runtime, agent: Any, raw: Any, problem: str, source: str) -> None:
@@ -352,16 +360,20 @@ def _reject(rt: Runtime, agent: Any, raw: Any, problem: str, source: str) -> Non
     _clear_state(agent)
 
 
-def _migrate(rt: Runtime, agent: Any, raw: dict, obs: engine.Observation) -> dict | None:
+def _migrate(rt: Runtime, agent: Any, raw: dict, obs: engine.Observation, source: str) -> dict | None:
     plan = rt.lookup(raw["plan_id"], "")
-    name = raw.get("plan_name", raw["plan_id"])
+    name = raw["plan_name"] if isinstance(raw.get("plan_name"), str) else raw["plan_id"]
     if plan is not None and plan.mode == "linear" and plan.total_steps == raw.get("total_steps", plan.total_steps):
+        state, problem = migrate_legacy(raw, plan, obs.monologue, obs.pass_key, obs.global_turn)
+        if state is None:
+            _reject(rt, agent, raw, f"a previous selector's state: {problem}", source)
+            return None
         _log(agent, "info", f"[HTN] Continued plan '{name}' from the previous selector's state "
-                            f"at step {int(raw.get('current_step', 0)) + 1}")
-        return migrate_legacy(raw, plan, obs.monologue, obs.pass_key, obs.global_turn)
+                            f"at step {state['current_step'] + 1}")
+        return state
     why = "no longer in the library" if plan is None else "now a different plan (graph or other steps)"
     _log(agent, "warning", f"[HTN] Ended plan '{name}' left by the previous selector at step "
-                           f"{int(raw.get('current_step', 0)) + 1}: the plan is {why}; send the request again "
+                           f"{max(0, raw['current_step']) + 1}: the plan is {why}; send the request again "
                            f"to start it under the graph engine")
     setattr(agent, "_htn_state_rejected", raw)
     _clear_state(agent)
@@ -369,10 +381,7 @@ def _migrate(rt: Runtime, agent: Any, raw: dict, obs: engine.Observation) -> dic
 
 
 def _excerpt(value: Any) -> str:
-    try:
-        text = json.dumps(value, default=repr)
-    except (TypeError, ValueError):
-        text = repr(value)
+    text = json.dumps(value[:201]) if isinstance(value, str) else as_text(value, 201)
     return text[:200] + ("..." if len(text) > 200 else "")
 
 
