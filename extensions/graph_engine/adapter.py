@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import traceback
 import uuid
 import zlib
@@ -37,6 +38,7 @@ SPOOL_KEY = "graph_engine_audit_spool"  # agent data, saved with the chat: audit
 MAX_SPOOL_LINES = 2_000
 MAX_FULL_OUTPUT = 4 * 1024 * 1024
 MAX_LOGGED_ONCE = 256
+SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 ENDED = tuple(x for x in STATUSES if x != "active")
 CARD_ATTR = "_graph_engine_card"  # [run id, log item, what it shows] of the run's card; False: cards are off
 
@@ -146,8 +148,8 @@ def _may_start(rt: Runtime, library: Any, loop_data: Any) -> bool:
     messages name no plan: such a pass reads the message's words and the trigger index, nothing else.)"""
     if library is None:
         return False
-    if int(getattr(loop_data, "iteration", 0) or 0) > 0:
-        words = new_intervention(getattr(loop_data, "history_output", None) or [])
+    if _iteration(loop_data) > 0:
+        words = new_intervention(_history(loop_data))
     else:  # the monologue's message, read once for both hooks
         message, seen = getattr(loop_data, "user_message", None), rt.message_words  # one read: agents of
         if seen[0] is not message:  # other chats may replace it meanwhile
@@ -163,7 +165,7 @@ def _companion_handled(agent: Any, loop_data: Any, hook: str) -> bool:
     seen = getattr(agent, COMPANION_ATTR, None)
     if not isinstance(seen, tuple):
         return False  # no companion has handled a pass of this agent
-    iteration = int(getattr(loop_data, "iteration", 0) or 0)
+    iteration = _iteration(loop_data)
     return iteration > 0 and seen == (_monologue_id(loop_data), iteration)
 
 
@@ -172,9 +174,9 @@ def _companion_handled(agent: Any, loop_data: Any, hook: str) -> bool:
 
 def observe(agent: Any, loop_data: Any, hook: str, state: Any = None,
             problems: list[str] | None = None) -> engine.Observation:
-    iteration = int(getattr(loop_data, "iteration", 0) or 0)
+    iteration = _iteration(loop_data)
     monologue = _monologue_id(loop_data)
-    history = getattr(loop_data, "history_output", None) or []
+    history = _history(loop_data)
     output = None
     if not _pass_already_seen(state, f"{monologue}:{iteration}"):  # the other hook judged it this pass
         output = newest_call_output(history) if iteration > 0 else reply_before_user_message(history)
@@ -196,6 +198,18 @@ def observe(agent: Any, loop_data: Any, hook: str, state: Any = None,
         global_turn=_global_turn(agent, (monologue, iteration)),
         pace_level=_pace_at_pass_start(agent, (monologue, iteration)),
     )
+
+
+def _iteration(loop_data: Any) -> int:
+    """The pass number (0 = the monologue's first pass); a value of another type reads as 0."""
+    value = getattr(loop_data, "iteration", 0)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _history(loop_data: Any) -> list:
+    """``history_output`` as a list (Agent-Zero gives one; anything else reads as no history)."""
+    value = getattr(loop_data, "history_output", None)
+    return value if isinstance(value, list) else list(value) if isinstance(value, tuple) else []
 
 
 def _saved_state(agent: Any) -> Any:
@@ -230,7 +244,7 @@ def _ended_this_pass(state: Any, obs: engine.Observation) -> bool:
 def _pace_at_pass_start(agent: Any, key: tuple[str, int]) -> str:
     """The PACE level as the first hook of this pass read it (the dispatcher may recompute it mid-pass)."""
     seen = getattr(agent, "_graph_engine_pace", None)
-    if isinstance(seen, list) and len(seen) == 2 and seen[0] == key:
+    if isinstance(seen, list) and len(seen) == 2 and seen[0] == key and isinstance(seen[1], str):
         return seen[1]
     level = getattr(agent, PACE_ATTR, "")
     level = level if isinstance(level, str) else ""
@@ -254,7 +268,7 @@ def _monologue_id(loop_data: Any) -> str:
 
 def _global_turn(agent: Any, key: tuple[str, int]) -> int:
     seen = getattr(agent, "_graph_engine_pass", None)
-    if not isinstance(seen, list) or len(seen) != 2:
+    if not isinstance(seen, list) or len(seen) != 2 or not isinstance(seen[1], int):
         seen = [None, 0]
     if seen[0] != key:
         seen = [key, int(seen[1]) + 1]
@@ -523,11 +537,14 @@ def _report(rt: Runtime, agent: Any, request: dict) -> None:
     org = getattr(agent, "_org_active", None)
     org = org if isinstance(org, dict) else {}
     level = request.get("pace_level") or getattr(agent, PACE_ATTR, "") or "primary"
+    level = level if isinstance(level, str) else "primary"
     report = build_report(state=request["state"], pace_level=level, role=role, org=org,
                           agent_number=int(getattr(agent, "number", 0) or 0), bst_domain=_bst_domain(agent),
                           now=datetime.now(timezone.utc), status_state=request.get("status_state", ""))
     try:
-        path = write_report(os.path.join(rt.org_dir, "reports"), role.get("role_id", "unknown"), report)
+        role_id = report["unit"]["role_id"]  # a file name: no folder parts
+        path = write_report(os.path.join(rt.org_dir, "reports"), role_id if SAFE_NAME.fullmatch(role_id) else
+                            "unknown", report)
     except OSError as exc:
         _log(agent, "warning", f"[HTN] SALUTE report not written to {rt.org_dir}/reports ({exc}); "
                                "check the folder is writable")
@@ -547,7 +564,7 @@ def _card(rt: Runtime, agent: Any, state: dict, picture: str = "", search: bool 
     run_id = state.get("run_id", "")
     pace = getattr(agent, PACE_ATTR, "")
     signature = (state.get("seq"), state.get("status"), pace if isinstance(pace, str) else "", picture)
-    same_run = isinstance(shown, list) and shown[0] == run_id
+    same_run = isinstance(shown, list) and len(shown) == 3 and shown[0] == run_id
     if same_run and shown[2] == signature and _still_logged(agent, shown[1]):
         return  # nothing changed: nothing to do
     plan = rt.lookup(state.get("plan_id", ""), state.get("plan_version", ""))
