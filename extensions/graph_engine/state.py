@@ -226,6 +226,14 @@ EVENT_FIELDS: dict[str, Shape] = {
 EVENT_NODES = ("node", "from", "to", "at", "branch", "retry_target")  # the ids a plan must have
 
 
+def clean_event(event: Any) -> dict[str, Any] | None:
+    """An event read from a file (an audit log line, a saved state) for a reader that only looks: None when it
+    is not an event (not an object, no text type), else the event without its fields of the wrong type."""
+    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+        return None
+    return {k: v for k, v in event.items() if k not in EVENT_FIELDS or EVENT_FIELDS[k][1](v)}
+
+
 def parse(raw: Any, plan: Plan | None = None) -> tuple[dict[str, Any] | None, str]:
     """``raw`` read into a new state the engine can trust, or (None, why).  ``plan``: the plan version the
     state names, when it is known (without it only the shape and the plan-free rules are checked)."""
