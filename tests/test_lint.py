@@ -35,7 +35,8 @@ def test_rule_fixture_triggers_its_rule(path):
     assert hits, found
     d = hits[0]
     assert d["severity"] == RULES[path.stem][0] and d["message"] and d["fix"]
-    assert d["plan"] in ("p", "q") or (path.stem == "syntax" and d["plan"] == str(path))
+    assert d["plan"] in ("p", "q") or (path.stem == "syntax" and d["plan"] == str(path)) or \
+        (path.stem == "duplicate_plan" and d["plan"] == d["file"])  # a refused file is named by its path
     base = {"rule", "severity", "plan", "node", "edge", "message", "fix"} | ({"from", "to"} if d["edge"] else set())
     assert set(d) == (base | {"line", "col", "file"} if path.suffix == ".dot" or path.is_dir() else base)
     if d["edge"]:
@@ -77,18 +78,15 @@ def test_worst_case_turns_counts_retry_budgets_and_the_ceiling():
     assert check_document(doc).worst_case_turns["p"] == 10
 
 
-def test_both_schema_validators_report_the_same_problems():
-    pytest.importorskip("jsonschema")
+def test_schema_problems_name_their_json_paths():
     schema = load_schema(find_schema())
     bad = {"_meta": {"version": 2}, "junk": 1, "plans": {
         "a b": {"name": "", "steps": [], "graph": {}, "trigers": []},
         "p": {"name": "x", "graph": {"start": "s", "nodes": {"s": {"type": "bogus", "max_retries": -1, "verify": {
             "type": "output_matches", "flags": "x", "extra": 1}}}, "edges": [{"from": "s"}]}}}}
-    builtin = validate_document(bad, schema)
-    external = validate_document(bad, schema, use_jsonschema=True)
-    assert sorted(map(repr, builtin)) == sorted(map(repr, external))
-    assert len(builtin) >= 10
-    paths = {p.path for p in builtin}
+    found = validate_document(bad, schema)
+    assert len(found) >= 10
+    paths = {p.path for p in found}
     assert {"plans.p.graph.nodes.s.type", "plans.a b.trigers", "plans.p.graph.edges[0]", "junk"} <= paths
 
 

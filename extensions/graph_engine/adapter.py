@@ -21,6 +21,7 @@ from .audit import AuditLog, read_lines, runs_dir
 from .catalogue import LibraryCache
 from .history import CallOutput, new_intervention, newest_call_output, reply_before_user_message, user_words
 from .model import Plan
+from .reading import read_regular
 from .render_graph import picture_setting, run_picture
 from .salute import build_report, write_report
 from .plain import as_text
@@ -310,10 +311,9 @@ def _full_output(out: CallOutput | None) -> CallOutput | None:
     """A result shortened by compression is read back from the file Agent-Zero saved, when it can be."""
     if out is None or not out.truncated or not out.file:
         return out
-    try:
-        with open(out.file, "rb") as fh:
-            blob = fh.read(MAX_FULL_OUTPUT)
-    except OSError:
+    try:  # only a regular file: a FIFO named there would block the hook
+        blob = read_regular(out.file, MAX_FULL_OUTPUT, "tool result", prefix=True)
+    except ValueError:
         return out
     text = blob.decode("utf-8", errors="replace")
     return CallOutput(reply=out.reply, tool=out.tool, text=text, file=out.file, not_found=out.not_found)
@@ -640,7 +640,7 @@ def _run_events(log_path: str, state: dict) -> list[dict]:
     events: list[dict] = []
     try:
         events = list(read_lines(log_path))
-    except OSError:
+    except ValueError:  # no log yet, or not a regular file
         pass
     seen = max((e.get("seq", 0) for e in events if isinstance(e.get("seq"), int)), default=0)
     return events + [e for e in state.get("events") or () if isinstance(e.get("seq"), int) and e["seq"] > seen]

@@ -30,6 +30,7 @@ from collections import OrderedDict
 from datetime import datetime, timezone
 from typing import Any, Iterator
 
+from .reading import read_regular
 from .state import clean_event
 
 try:  # optional speed-up; the standard library is enough
@@ -42,6 +43,7 @@ DEFAULT_KEEP = 50
 DEFAULT_DAYS = 30
 HEAD_KEYS = frozenset(("time", "chat", "agent", "run", "plan", "version"))
 MAX_OPEN = 16  # run files kept open between calls (one per active run)
+MAX_LOG_BYTES = 64 * 1024 * 1024  # a run log read back (explain, tests)
 PICTURE_SUFFIXES = (".svg", ".mmd")  # the picture of a run, written beside its log when it ends
 _ENCODE = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False, separators=(", ", ": ")).encode
 
@@ -262,18 +264,19 @@ def _unlink(path: str) -> None:
 
 def read_lines(path: str) -> Iterator[dict[str, Any]]:
     """The events of one run file; a torn last line (a crash mid-write) is skipped, and so is a line that is
-    not an event (``[1]``, ``5``, ``null``, a nest too deep to read); fields of the wrong type are left out."""
-    with open(path, encoding="utf-8") as fh:
-        for raw in fh:
-            raw = raw.strip()
-            if not raw:
-                continue
-            try:
-                event = clean_event(json.loads(raw))
-            except (ValueError, RecursionError):
-                continue
-            if event is not None:
-                yield event
+    not an event (``[1]``, ``5``, ``null``, a nest too deep to read); fields of the wrong type are left out.
+    Raises ValueError when the path is not a regular file of at most MAX_LOG_BYTES."""
+    blob = read_regular(path, MAX_LOG_BYTES, "run log")
+    for raw in blob.decode("utf-8", errors="replace").splitlines():
+        raw = raw.strip()
+        if not raw:
+            continue
+        try:
+            event = clean_event(json.loads(raw))
+        except (ValueError, RecursionError):
+            continue
+        if event is not None:
+            yield event
 
 
 def replay_path(events: list[dict[str, Any]]) -> list[str]:

@@ -20,18 +20,18 @@ loaded when it changed, the last good one kept when it broke, and the plan versi
 from __future__ import annotations
 
 import gc
-import json
 import os
 import threading
 import time
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
-from .library import (Checked, Library, _json_error, _problem_lines, check_document, check_plan, document_problems,
+from .library import (Checked, Library, json_error, _problem_lines, check_document, check_plan, document_problems,
                       dot_files, library_schema, load_library_file, read_library)
 from .lint import ERROR, Diagnostic, cross_plan_triggers, shared_trigger
 from .matching import Indexed, Match, TriggerIndex, allowed, normalise, phrase_start, rank, request_text, score_plan
 from .model import DEFAULT_THRESHOLD, Plan
+from .reading import decode_text, scan_document, scan_value
 
 KEPT_VERSIONS = 64
 BACKGROUND_DELAY = 0.25  # seconds after a load before the background thread starts checking
@@ -39,10 +39,6 @@ BACKGROUND_PAUSE = 0.0005  # seconds it sleeps after each plan
 EAGER_PLANS = 32  # up to this many plans a library is checked whole at load (10 plans: about 20 ms)
 CHUNK = 1 << 16
 
-_DECODER = json.JSONDecoder()
-_SCAN = _DECODER.scan_once
-_STRING = json.decoder.scanstring
-_WS = " \t\n\r"
 
 
 class Head:
@@ -285,8 +281,8 @@ class Catalogue(Indexed):
         a, b = self.spans[pid]
         delta = len(text) - len(old)
         try:
-            value, end = _SCAN(text, a)
-        except (StopIteration, ValueError):
+            value, end = scan_value(text, a)
+        except ValueError:
             return False
         if end != b + delta:
             return False
@@ -343,74 +339,6 @@ def load(path: str, text: str, previous: Catalogue | None = None, eager_plans: i
     if previous is not None and previous.raws:
         cat.reuse(previous)
     return cat
-
-
-def scan_document(text: str) -> tuple[dict[str, Any], dict[str, tuple[int, int]]]:
-    """``json.loads`` of a library's text, and where each plan's value lies in it (the values are parsed by
-    the json module's own scanner).  Raises ValueError on text that is not one JSON value."""
-    spans: dict[str, tuple[int, int]] = {}
-    i = _skip(text, 0)
-    if text[i:i + 1] != "{":
-        return json.loads(text), spans
-    data: dict[str, Any] = {}
-    seen_plans = [0]
-
-    def plan(pid: str, at: int) -> int:
-        value, end = _value(text, at)
-        data["plans"][pid] = value
-        spans[pid] = (at, end)
-        return end
-
-    def member(key: str, at: int) -> int:
-        if key == "plans" and text[at:at + 1] == "{":
-            seen_plans[0] += 1
-            data["plans"] = {}
-            return _walk(text, at, plan)
-        data[key], end = _value(text, at)
-        return end
-
-    end = _walk(text, i, member)
-    if _skip(text, end) != len(text):
-        raise ValueError(f"extra data at {end}")
-    if seen_plans[0] > 1:  # "plans" twice: the last one counts, and no edit is taken in place
-        spans.clear()
-    return data, spans
-
-
-def _walk(text: str, i: int, member: Any) -> int:
-    """Read the object at ``i``: ``member(key, start)`` reads each value and returns where it ends; returns
-    where the object ends."""
-    i = _skip(text, i + 1)
-    if text[i:i + 1] == "}":
-        return i + 1
-    while True:
-        if text[i:i + 1] != '"':
-            raise ValueError(f"expected a key at {i}")
-        key, i = _STRING(text, i + 1)
-        i = _skip(text, i)
-        if text[i:i + 1] != ":":
-            raise ValueError(f"expected ':' at {i}")
-        i = _skip(text, member(key, _skip(text, i + 1)))
-        if text[i:i + 1] == ",":
-            i = _skip(text, i + 1)
-        elif text[i:i + 1] == "}":
-            return i + 1
-        else:
-            raise ValueError(f"expected ',' or '}}' at {i}")
-
-
-def _value(text: str, i: int) -> tuple[Any, int]:
-    try:
-        return _SCAN(text, i)
-    except StopIteration:
-        raise ValueError(f"expected a value at {i}") from None
-
-
-def _skip(text: str, i: int) -> int:
-    n = len(text)
-    while i < n and text[i] in _WS:
-        i += 1
-    return i
 
 
 def common_prefix(a: str, b: str) -> int:
@@ -525,10 +453,10 @@ class LibraryCache:
         collecting = gc.isenabled()
         gc.disable()  # parsing makes a million objects and no cycle: collecting during it doubles its time
         try:
-            text = blob.decode("utf-8")
+            text = decode_text(blob)
             return load(self.path, text, self.current, self.eager_plans)
         except (NotJson, UnicodeDecodeError):
-            raise ValueError(f"{self.path}: not valid JSON ({_json_error(blob)}); fix the syntax") from None
+            raise ValueError(f"{self.path}: not valid JSON ({json_error(blob)}); fix the syntax") from None
         finally:
             if collecting:
                 gc.enable()

@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+from .reading import MAX_DEPTH
+
 ID_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 _INT = re.compile(r"-?\d+\Z")
@@ -229,6 +231,7 @@ class _Parser:
         self.toks = tokens
         self.i = 0
         self.g: DotGraph | None = None
+        self.depth = 0  # subgraphs open around the statement being read
 
     # helpers
     def peek(self, k: int = 0) -> Token:
@@ -311,13 +314,17 @@ class _Parser:
             self.take()
             if self.peek()[0] == "word" and not self.keyword(self.peek()):
                 self.take()
-            self.expect("{", "'{' after subgraph")
+            brace = self.expect("{", "'{' after subgraph")
+            if self.depth >= MAX_DEPTH:  # before the recursion (and the label scan) can cost more
+                raise self.error(f"subgraphs nested more than {MAX_DEPTH} deep; flatten them", brace)
             inner_nodes, inner_edges = dict(node_defaults), dict(edge_defaults)
             start = self.i
             label = self._scan_subgraph_label()
             self.i = start
             derived = _class_name(label) if label else None
+            self.depth += 1
             self.statements(inner_nodes, inner_edges, derived or cls, False)
+            self.depth -= 1
             self.expect("}", "'}' to close the subgraph")
             return
         if kw in ("digraph", "strict"):

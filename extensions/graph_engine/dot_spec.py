@@ -285,6 +285,7 @@ def _node_rules(g: DotGraph, pid: str) -> list[Diagnostic]:
         if target not in (None, "") and str(target) not in g.nodes:
             found.append(_d("retry_target_exists", "warning", pid, f"graph {key} '{target}' names no node (it is "
                             "ignored)", "point it at a declared node", g))
+    sources = {e.src for e in g.edges}
     for nid, n in g.nodes.items():
         htype = handler_type(n.attrs, nid)
         if htype in UNSUPPORTED:
@@ -311,7 +312,7 @@ def _node_rules(g: DotGraph, pid: str) -> list[Diagnostic]:
                 n.attrs.get(k) or g.attrs.get(k) for k in ("retry_target", "fallback_retry_target")):
             found.append(_d("goal_gate_has_retry", "warning", pid, "goal gate without a retry target: an exit "
                             "reached before it passes ends the run as failed", "add retry_target=...", n, node=nid))
-        if htype != "exit" and node_type(htype) != "escalate" and not any(e.src == nid for e in g.edges):
+        if htype != "exit" and node_type(htype) != "escalate" and nid not in sources:
             found.append(_d("dead_end", "error", pid, f"'{nid}' is not an exit and no edge leaves it: a run that "
                             "gets there stalls", f"add an edge from {nid} to the next node or the exit", n,
                             node=nid))

@@ -16,24 +16,22 @@ from typing import Any, Mapping
 
 from .lint import ERROR, Diagnostic, cross_plan_triggers, diag, lint_plan, raw_structure
 from .model import Plan, PlanError, compile_plan
-from .schema import find_schema, load_schema, validate_plan, validate_top
+from .reading import MAX_DEPTH, decode_text, read_regular, scan_document, value_problem
+from .schema import SCHEMA_OFF, find_schema, jsonschema_available, load_schema, validate_plan, validate_top
 
 PLAN_DOC = "docs/plan-authoring.md"
-
-try:  # optional speed-up; the standard library is enough
-    import orjson as _orjson
-except ImportError:  # pragma: no cover - depends on the environment
-    _orjson = None
+UNUSABLE_FIX = f"write a finite number, a shorter integer or plain text there, nested at most {MAX_DEPTH} deep"
 
 MAX_LIBRARY_BYTES = 20 * 1024 * 1024  # for up to MAX_PLANS plans; a higher GRAPH_ENGINE_MAX_PLANS raises it
 BYTES_PER_PLAN = 20 * 1024  # ... by this much per plan allowed
 MAX_PLANS = 1000  # a reload happens inside the agent's loop: bound its cost
+MAX_DOT_BYTES = 1024 * 1024  # one DOT plan
 
 
 def parse_json(blob: bytes) -> Any:
-    if _orjson is not None:
-        return _orjson.loads(blob)
-    return json.loads(blob.decode("utf-8"))
+    """A library document, read as every reader of a library reads it (``reading.scan_document``).
+    Raises ValueError (UnicodeDecodeError included) on bytes that are not one JSON value in UTF-8."""
+    return scan_document(decode_text(blob))[0]
 
 
 @dataclass(frozen=True)
@@ -67,16 +65,20 @@ class Checked:
         return self.plan is not None and not any(d.severity == ERROR for d in self.diagnostics)
 
 
-def check_plan(plan_id: str, raw: Any, schema: dict[str, Any] | None, use_jsonschema: bool = False) -> Checked:
+def check_plan(plan_id: str, raw: Any, schema: dict[str, Any] | None) -> Checked:
     """Schema, compile and lint one plan.  Never raises for the plan's fault."""
     started = time.perf_counter()
+    unusable = value_problem(raw, f"plans.{plan_id}")
+    if unusable is not None:  # nothing else reads the value: it may be too deep for their recursion
+        return Checked(None, (diag("schema", plan_id, f"{unusable[0]}: {unusable[1]}", UNUSABLE_FIX),), None,
+                       time.perf_counter() - started)
     found = []
     if schema is not None:
-        for p in validate_plan(plan_id, raw, schema, use_jsonschema):
+        for p in validate_plan(plan_id, raw, schema):
             rule = "pace_level" if p.path.endswith(".pace_level") else "schema"
             found.append(diag(rule, p.plan, f"{p.path}: {p.message}", f"see the field in {PLAN_DOC}"))
     if found:  # compiling would only repeat it; the structure can still be read
-        found += [d for d in raw_structure(plan_id, raw) if d.rule == "reachability"]
+        found += [d for d in raw_structure(plan_id, raw) if d.rule in ("reachability", "condition_syntax")]
         return Checked(None, tuple(found), None, time.perf_counter() - started)
     try:
         plan = compile_plan(plan_id, raw)
@@ -90,8 +92,7 @@ def check_plan(plan_id: str, raw: Any, schema: dict[str, Any] | None, use_jsonsc
     return Checked(plan, tuple(report.diagnostics), report.worst_case_turns, time.perf_counter() - started)
 
 
-def document_problems(data: Any, path: str, schema: dict[str, Any] | None,
-                      use_jsonschema: bool = False) -> tuple[dict[str, Any], list[Diagnostic]]:
+def document_problems(data: Any, path: str, schema: dict[str, Any] | None) -> tuple[dict[str, Any], list[Diagnostic]]:
     """The plans to check (the first GRAPH_ENGINE_MAX_PLANS) and the findings of the document's top level.
 
     Raises ValueError only when the document itself is unusable (not an object, no 'plans' object)."""
@@ -110,27 +111,33 @@ def document_problems(data: Any, path: str, schema: dict[str, Any] | None,
                                 fix="split the library, or raise GRAPH_ENGINE_MAX_PLANS"))
         raw_plans = dict(list(raw_plans.items())[:limit])
     if schema is not None:
-        for p in validate_top(data, schema, use_jsonschema):
+        for p in validate_top(data, schema):
             found.append(diag("schema", "(library)", f"{p.path}: {p.message}", f"see the field in {PLAN_DOC}"))
+    elif not jsonschema_available():
+        found.append(Diagnostic(rule="schema", severity="warning", plan="(library)", node=None, edge=None,
+                                message=SCHEMA_OFF, fix="pip install jsonschema in the framework's Python"))
     return raw_plans, found
 
 
 def library_schema(path: str) -> dict[str, Any] | None:
+    """The schema to check the library with; None without one or without jsonschema."""
+    if not jsonschema_available():
+        return None
     schema_file = find_schema(path if path != "<memory>" else "")
     return load_schema(schema_file) if schema_file is not None else None
 
 
-def check_document(data: Any, path: str = "<memory>", use_jsonschema: bool = False) -> Library:
+def check_document(data: Any, path: str = "<memory>") -> Library:
     """Schema, compile and lint every plan; plans with an error are left out.  Never raises for a plan's fault.
 
     Raises ValueError only when the document itself is unusable (not an object, no 'plans' object)."""
     schema = library_schema(path)
-    raw_plans, found = document_problems(data, path, schema, use_jsonschema)
+    raw_plans, found = document_problems(data, path, schema)
     compiled: dict[str, Plan] = {}
     reports: dict[str, int | None] = {}
     timings: dict[str, float] = {}
     for plan_id, raw in raw_plans.items():
-        checked = check_plan(plan_id, raw, schema, use_jsonschema)
+        checked = check_plan(plan_id, raw, schema)
         found.extend(checked.diagnostics)
         timings[plan_id] = checked.seconds
         if checked.plan is not None:
@@ -164,7 +171,7 @@ def _problem_lines(path: str, found: list[Diagnostic]) -> list[str]:
             at = f" ({d.file}:{d.line}:{d.col})" if d.line is not None else ""
             if d.plan == "(library)":
                 target = "the library's top level is invalid"
-            elif d.rule == "syntax" and d.file:
+            elif d.file and d.plan == d.file:  # the file itself: it holds no plan that loaded
                 target = f"DOT file {d.file} is not loaded, the others keep working"
             else:
                 target = f"plan '{d.plan}' is disabled, the others keep working"
@@ -179,20 +186,21 @@ def build_library(data: Any, path: str = "<memory>") -> Library:
     return check_document(data, path)
 
 
+def library_limit() -> int:
+    """The most bytes a library file may hold."""
+    return max(MAX_LIBRARY_BYTES, _max_plans() * BYTES_PER_PLAN)
+
+
 def read_library(path: str) -> bytes:
     """The library file's bytes.  Raises ValueError with a readable message when it cannot be used."""
     try:
-        size = os.path.getsize(path)
-        limit = max(MAX_LIBRARY_BYTES, _max_plans() * BYTES_PER_PLAN)
-        if size > limit:
-            raise ValueError(f"{path}: file is {size:,} bytes, over the {limit:,} byte limit "
-                             f"({BYTES_PER_PLAN // 1024} kB per plan GRAPH_ENGINE_MAX_PLANS allows, at least "
-                             f"{MAX_LIBRARY_BYTES // 2**20} MB); split the library, or raise GRAPH_ENGINE_MAX_PLANS")
-        with open(path, "rb") as fh:
-            blob = fh.read()
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read the plan library ({exc.strerror or exc}); "
-                         "check the file exists and is readable") from None
+        blob = read_regular(path, library_limit(), "plan library")
+    except ValueError as exc:
+        if "byte limit" not in str(exc):
+            raise
+        raise ValueError(f"{exc} ({BYTES_PER_PLAN // 1024} kB per plan GRAPH_ENGINE_MAX_PLANS allows, at least "
+                         f"{MAX_LIBRARY_BYTES // 2**20} MB); split the library, or raise GRAPH_ENGINE_MAX_PLANS"
+                         ) from None
     if not blob.strip():
         raise ValueError(f"{path}: the file is empty; write a JSON object with a 'plans' object")
     return blob
@@ -203,8 +211,8 @@ def load_library_file(path: str) -> Library:
     blob = read_library(path)
     try:
         data = parse_json(blob)
-    except (ValueError, UnicodeDecodeError):
-        raise ValueError(f"{path}: not valid JSON ({_json_error(blob)}); fix the syntax") from None
+    except ValueError:
+        raise ValueError(f"{path}: not valid JSON ({json_error(blob)}); fix the syntax") from None
     dots = dot_files(path)
     if not dots:
         return build_library(data, path)
@@ -220,36 +228,32 @@ def dot_files(path: str) -> list[str]:
         return []
 
 
-def with_dot_plans(data: Any, path: str, dots: list[str], use_jsonschema: bool = False) -> Library:
+def with_dot_plans(data: Any, path: str, dots: list[str]) -> Library:
     """The JSON library plus the DOT plans, through the same schema and lint; DOT findings carry line:col."""
-    from .dot import DotSyntaxError, parse
     from .dot_plan import DOT_OWNED_RULES, to_plan
 
     if not isinstance(data, dict) or not isinstance(data.get("plans"), dict):
-        return check_document(data, path, use_jsonschema)  # raises the document's own problem
+        return check_document(data, path)  # raises the document's own problem
     plans = dict(data["plans"])
     extra: list[Diagnostic] = []
     positions: dict[str, tuple[str, Any]] = {}
     for dot_path in dots:
-        try:
-            with open(dot_path, encoding="utf-8") as fh:
-                graph = parse(fh.read())
-        except (OSError, UnicodeDecodeError) as exc:
-            extra.append(diag("schema", dot_path, f"cannot read the DOT file ({exc})", "check the file"))
-            continue
-        except DotSyntaxError as exc:
-            extra.append(replace(diag("syntax", dot_path, exc.message, "fix the DOT syntax"), line=exc.line,
-                                 col=exc.col, file=dot_path))
+        graph, refused = _read_dot(dot_path)
+        if graph is None:
+            extra.append(refused)
             continue
         pid, plan, found = to_plan(graph)
-        if pid in plans:
-            extra.append(replace(diag("duplicate_plan", pid, f"plan id '{pid}' is already defined in {path}",
-                                      "rename the digraph"), line=graph.line, col=graph.col, file=dot_path))
+        if pid in plans:  # the plan already there keeps working; this file is the one refused
+            first = positions[pid][0] if pid in positions else path
+            extra.append(replace(diag("duplicate_plan", dot_path, f"digraph '{pid}' names a plan already defined "
+                                      f"in {first}; {dot_path} is not loaded", f"rename the digraph (e.g. digraph "
+                                      f"{pid}_2 {{...}}) or remove one of the two"),
+                                 line=graph.line, col=graph.col, file=dot_path))
             continue
         plans[pid] = plan
         positions[pid] = (dot_path, graph)
         extra.extend(replace(d, file=dot_path) for d in found)
-    lib = check_document(dict(data, plans=plans), path, use_jsonschema)
+    lib = check_document(dict(data, plans=plans), path)
     said = {(d.rule, d.plan, d.node, d.edge) for d in extra}  # the DOT lint's finding says it with its position
     located = [_locate(d, positions) for d in lib.diagnostics
                if not (d.plan in positions and (d.rule in DOT_OWNED_RULES or (d.rule, d.plan, d.node, d.edge) in said))
@@ -259,6 +263,26 @@ def with_dot_plans(data: Any, path: str, dots: list[str], use_jsonschema: bool =
     return Library(path=path, plans=kept, problems=tuple(_problem_lines(path, located)), meta=lib.meta,
                    diagnostics=tuple(located), worst_case_turns=lib.worst_case_turns, timings=lib.timings,
                    dot_positions={pid: (f, g.line, g.col) for pid, (f, g) in positions.items()})
+
+
+def _read_dot(dot_path: str) -> tuple[Any, Diagnostic | None]:
+    """A DOT file's graph, or the finding that refuses the file (unreadable, too large, not UTF-8, bad syntax)."""
+    from .dot import DotSyntaxError, parse
+
+    try:
+        text = decode_text(read_regular(dot_path, MAX_DOT_BYTES, "DOT file"))
+    except UnicodeDecodeError as exc:
+        return None, replace(diag("schema", dot_path, f"not UTF-8 text (byte {exc.start})", "save it as UTF-8"),
+                             file=dot_path)
+    except ValueError as exc:  # not a regular file, or too large
+        return None, replace(diag("schema", dot_path, str(exc).removeprefix(f"{dot_path}: "),
+                                  f"keep DOT plans as regular files of at most {MAX_DOT_BYTES // 2**20} MB"),
+                             file=dot_path)
+    try:
+        return parse(text), None
+    except DotSyntaxError as exc:
+        return None, replace(diag("syntax", dot_path, exc.message, "fix the DOT syntax"), line=exc.line,
+                             col=exc.col, file=dot_path)
 
 
 def _locate(d: Diagnostic, positions: dict[str, tuple[str, Any]]) -> Diagnostic:
@@ -280,12 +304,14 @@ def _locate(d: Diagnostic, positions: dict[str, tuple[str, Any]]) -> Diagnostic:
     return replace(d, line=line, col=col, file=dot_path)
 
 
-def _json_error(blob: bytes) -> str:
+def json_error(blob: bytes) -> str:
     """The standard library's wording of a syntax error (the same with or without orjson)."""
     try:
-        json.loads(blob.decode("utf-8"))
+        json.loads(decode_text(blob))
     except UnicodeDecodeError as exc:
         return f"not UTF-8 text at byte {exc.start}"
     except ValueError as exc:
         return str(exc)
+    except RecursionError:
+        return f"nested deeper than the parser goes (keep values at most {MAX_DEPTH} deep)"
     return "unreadable"

@@ -119,7 +119,7 @@ def diag(rule: str, plan: str, message: str, fix: str, node: str | None = None,
 # ── routing, as the engine does it ──────────────────────────────────────────
 
 
-STATUS_OF = {"success": "success", "retry": "retry", "exhausted": "fail"}
+STATUS_OF = {"success": "success", "retry": "retry", "exhausted": "fail", "partial": "partial_success"}
 
 
 def _kind(node: Node) -> str:
@@ -161,6 +161,8 @@ def possible_edges(plan: Plan, node: Node, outcome: str) -> tuple[list[Edge], bo
                 certain = certain or sure
     if certain:
         return found, False
+    if outcome == "partial":  # when no edge names it, a partial success is routed as a success
+        return found + [e for e in possible_edges(plan, node, "success")[0] if e not in found], False
     if status == "retry" and kind == "task":
         return found, True
     return found + [e for e in edges if e.condition == "always"], False
@@ -179,31 +181,71 @@ def resolve(plan: Plan, node_id: str, outcome: str) -> tuple[str | None, ...]:
     node = plan.nodes[node_id]
     edges, stay = possible_edges(plan, node, outcome)
     targets: set[str | None] = {node_id} if stay else set()
+    onward = "success" if outcome == "partial" else outcome  # a partial success goes on as a success
     for e in edges:  # a pass-through node further on that routes nowhere is stall_possible's finding, there
-        targets |= {t for t in settle(plan, e.dst, outcome) if t is not None}
+        targets |= {t for t in settle(plan, e.dst, onward) if t is not None}
     if not edges and not stay:
         targets.add(None)
     return tuple(sorted(targets, key=lambda t: (t is None, t or "")))
 
 
-def settle(plan: Plan, node_id: str, outcome: str, depth: int = 0) -> tuple[str | None, ...]:
-    node = plan.nodes[node_id]
-    if node.type not in PASS_THROUGH:
+def settle(plan: Plan, node_id: str, outcome: str) -> tuple[str | None, ...]:
+    """Where passing through ``node_id`` with this outcome may lead: task, human gate or terminal nodes; None
+    when a pass-through node on the way routes nowhere, or the way is a loop or longer than MAX_PASS_THROUGH
+    pass-through nodes (the engine stops there)."""
+    if plan.nodes[node_id].type not in PASS_THROUGH:
         return (node_id,)
-    if depth >= MAX_PASS_THROUGH:
-        return (None,)
-    edges, _ = possible_edges(plan, node, outcome)
-    if not edges:
-        return (None,)
-    out: set[str | None] = set()
-    for e in edges:
-        out |= set(settle(plan, e.dst, outcome, depth + 1))
-    return tuple(out)
+    return _settled(plan, outcome)[node_id]
+
+
+_SETTLED: dict[tuple[int, str], tuple[Plan, dict[str, tuple[str | None, ...]]]] = {}
+
+
+def _settled(plan: Plan, outcome: str) -> dict[str, tuple[str | None, ...]]:
+    """``settle`` for every pass-through node of the plan at once: each node's pass-through successors are
+    read once, and a loop among them is found as a strongly connected component (linear in the plan's size;
+    following every path instead doubles with each decision in a row). Kept for the last few plans."""
+    key = (id(plan), outcome)
+    kept = _SETTLED.get(key)
+    if kept is not None and kept[0] is plan:
+        return kept[1]
+    passing = [n for n in plan.nodes.values() if n.type in PASS_THROUGH]
+    succ = {n.id: [e.dst for e in possible_edges(plan, n, outcome)[0]] for n in passing}
+    inner = {nid: sorted({d for d in dsts if d in succ}) for nid, dsts in succ.items()}
+    result: dict[str, tuple[str | None, ...]] = {}
+    length: dict[str, int] = {}
+    for comp in strongly_connected(inner):  # sinks first: every component after those it leads to
+        members = set(comp)
+        looped = len(comp) > 1 or comp[0] in inner[comp[0]]
+        out: set[str | None] = {None} if looped or any(not succ[m] for m in comp) else set()
+        longest = 0
+        for m in comp:
+            for d in succ[m]:
+                if d in members:
+                    continue
+                if d in succ:
+                    out.update(result[d])
+                    longest = max(longest, length[d])
+                else:
+                    out.add(d)
+        if longest + 1 > MAX_PASS_THROUGH:
+            out.add(None)
+        for m in comp:
+            result[m] = tuple(out)
+            length[m] = longest + 1
+    if len(_SETTLED) >= 16:
+        _SETTLED.clear()
+    _SETTLED[key] = (plan, result)
+    return result
 
 
 def route_gap(plan: Plan, node: Node, outcome: str) -> str:
     """Why this outcome may route nowhere from the node ("" when it always routes somewhere): no edge matches
     it, or every edge that matches also needs a context value or a preferred label that may not be there."""
+    if outcome == "partial":  # an edge that surely takes it, else it is routed as a success
+        sure = any(e.clauses and _outcome_clauses_hold(e.clauses, "partial_success")[1]
+                   for e in plan.out_edges.get(node.id, ()))
+        return "" if sure else route_gap(plan, node, "success")
     edges, stay = possible_edges(plan, node, outcome)
     if stay or node.type in ("parallel", "fan_in", "human"):
         return ""
@@ -245,11 +287,11 @@ def reached(plan: Plan) -> list[tuple[str, str, str | None]]:
         if node.type != "task":
             continue
         outcomes = ["success"] + (["retry"] if can_fail(node) and node.max_retries > 0 else []) + \
-            (["exhausted"] if can_fail(node) and not node.allow_partial else [])
+            ([("partial" if node.allow_partial else "exhausted")] if can_fail(node) else [])
         for outcome in outcomes:
             out.append((node.id, outcome, node.id))
             for e in possible_edges(plan, node, outcome)[0]:
-                walk(e.dst, outcome, node.id)
+                walk(e.dst, "success" if outcome == "partial" else outcome, node.id)
     return out
 
 
@@ -286,8 +328,8 @@ def transitions(plan: Plan) -> dict[str, dict[str, tuple[str | None, ...]]]:
         if can_fail(node):
             if node.max_retries > 0:
                 outs["retry"] = resolve(plan, node.id, "retry")
-            # allow_partial: a failure with the retries spent is routed as a (partial) success
-            outs["exhausted"] = outs["success"] if node.allow_partial else resolve(plan, node.id, "exhausted")
+            # allow_partial: a failure with the retries spent is routed as a partial success (spec 3.5-3.6)
+            outs["exhausted"] = resolve(plan, node.id, "partial" if node.allow_partial else "exhausted")
         table[node.id] = outs
     return table
 

@@ -40,6 +40,7 @@ DEFAULT_STALE_GRAPH = 15
 DEFAULT_STALE_LINEAR = 10
 DEFAULT_THRESHOLD = 2
 LINEAR_EXIT_ID = "done"
+MAX_WEIGHT = 10**9  # an edge weight beyond it tells nothing more; a float could not hold a 400-digit one
 
 
 class PlanError(ValueError):
@@ -317,6 +318,9 @@ def _compile_edge(plan_id: str, raw: Any, nodes: Mapping[str, Node], where: str)
     weight = raw.get("weight", 0)
     _expect(isinstance(weight, (int, float)) and not isinstance(weight, bool), plan_id, f"{where}.weight",
             "must be a number", "write a number (higher wins among matching edges)")
+    _expect(-MAX_WEIGHT <= weight <= MAX_WEIGHT, plan_id, f"{where}.weight",
+            f"must be between -{MAX_WEIGHT:,} and {MAX_WEIGHT:,}, got {_short(weight)}",
+            "write a smaller number (only the order of the weights matters)")
     return Edge(src=src, dst=dst, condition=cond, label=label, weight=float(weight), clauses=clauses)
 
 
@@ -422,6 +426,16 @@ def _success_edge(edges: tuple[Edge, ...]) -> str | None:
 
 
 # ── small validators ────────────────────────────────────────────────────────
+
+
+def _short(value: Any) -> str:
+    """A number for a message: a huge integer by its size, not its hundreds of digits (which str() may refuse)."""
+    if isinstance(value, int) and value.bit_length() > 64:
+        try:
+            return f"a number of {len(str(abs(value))):,} digits"
+        except ValueError:  # over the interpreter's limit on converting an integer to text
+            return "a number of thousands of digits"
+    return repr(value)
 
 
 def _expect(ok: bool, plan_id: str, path: str, problem: str, fix: str, rule: str = "schema") -> None:

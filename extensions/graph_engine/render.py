@@ -336,7 +336,7 @@ def _paths_forward(plan: Plan, node: Node, failures: int) -> list[str]:
     label = "If it fails on the last attempt" if left > 0 else "If it fails"
     if node.allow_partial:  # the retries spent, the result is accepted as it is and the run goes on
         lines.append(f"  {label} → the step counts as partly done, then "
-                     f"{_targets(plan, resolve(plan, node.id, 'success'))}")
+                     f"{_targets(plan, resolve(plan, node.id, 'partial'))}")
     else:
         lines.append(f"  {label} → {_targets(plan, resolve(plan, node.id, 'exhausted'))}")
     return lines

@@ -1,14 +1,13 @@
 """Validating a library document against ``plan_library.schema.json`` (JSON Schema draft 2020-12).
 
-The schema file is the single description of the format.  Two validators read it:
+The schema file is the single description of the format, and ``jsonschema`` (in every Agent-Zero
+environment: ``litellm`` and ``mcp`` require it) is its one validator.  Each validator is built once per
+schema file and reused.  Without ``jsonschema`` there is no schema check (``SCHEMA_OFF`` says so in one
+line); the plan compiler's own type checks still refuse what the engine cannot run.
 
-* ``jsonschema`` when it is installed and asked for (``graph-engine validate``);
-* a small built-in validator for the subset of keywords the schema uses, so the
-  engine inside Agent-Zero needs only the standard library (and loads fast).
-
-Both report ``SchemaProblem(plan, path, message)`` with the same JSON paths
-(``plans.<id>.graph.nodes.<node>.verify.type``); each plan is validated on its
-own so one bad plan does not hide the others.
+Problems are ``SchemaProblem(plan, path, message)`` with JSON paths such as
+``plans.<id>.graph.nodes.<node>.verify.type``; each plan is validated on its own so one bad plan does not
+hide the others.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import Any
 
 SCHEMA_FILE = "plan_library.schema.json"
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -51,58 +50,101 @@ def load_schema(path: str) -> dict[str, Any]:
     return _load(path, os.stat(path).st_mtime_ns)
 
 
-def validate_document(doc: Any, schema: dict[str, Any], use_jsonschema: bool = False) -> list[SchemaProblem]:
+def validate_document(doc: Any, schema: dict[str, Any]) -> list[SchemaProblem]:
     """Problems of the document's top level and of every plan, in file order."""
-    problems = validate_top(doc, schema, use_jsonschema)
+    problems = validate_top(doc, schema)
     if isinstance(doc, dict) and isinstance(doc.get("plans"), dict):
         for plan_id, raw in doc["plans"].items():
-            problems.extend(validate_plan(plan_id, raw, schema, use_jsonschema))
+            problems.extend(validate_plan(plan_id, raw, schema))
     return problems
 
 
-def validate_top(doc: Any, schema: dict[str, Any], use_jsonschema: bool = False) -> list[SchemaProblem]:
+def validate_top(doc: Any, schema: dict[str, Any]) -> list[SchemaProblem]:
     """Problems of the document apart from its plans."""
     if not isinstance(doc, dict):
         return [SchemaProblem("", "$", f"the library must be a JSON object, got {_kind(doc)}")]
     top = {k: v for k, v in doc.items() if k != "plans"}
-    top_schema = dict(schema)
-    top_schema["properties"] = {k: v for k, v in schema["properties"].items() if k != "plans"}
-    top_schema["required"] = []
-    problems = [SchemaProblem("", p, m) for p, m in _run(top, top_schema, schema, "", use_jsonschema)]
+    problems = [SchemaProblem("", p, m) for p, m in _run(top, _validators(schema)[0], "")]
     if not isinstance(doc.get("plans"), dict):
         problems.append(SchemaProblem("", "plans", "'plans' must be an object keyed by plan id"))
     return problems
 
 
-def validate_plan(plan_id: str, raw: Any, schema: dict[str, Any], use_jsonschema: bool = False) -> list[SchemaProblem]:
+def validate_plan(plan_id: str, raw: Any, schema: dict[str, Any]) -> list[SchemaProblem]:
     """Problems of one plan (each plan is validated on its own: one bad plan does not hide the others)."""
     where = f"plans.{plan_id}"
     id_pattern = schema["properties"]["plans"].get("propertyNames", {}).get("pattern")
     problems = []
     if id_pattern and not re.search(id_pattern, plan_id):
         problems.append(SchemaProblem(plan_id, where, f"plan id {plan_id!r} does not match {id_pattern}"))
-    plan_schema = {"$defs": schema.get("$defs", {}), "$ref": "#/$defs/plan"}
-    problems.extend(SchemaProblem(plan_id, p, m) for p, m in _run(raw, plan_schema, schema, where, use_jsonschema))
+    problems.extend(SchemaProblem(plan_id, p, m) for p, m in _run(raw, _validators(schema)[1], where))
     return problems
 
 
+@lru_cache(maxsize=1)
 def jsonschema_available() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("jsonschema") is not None
 
 
-def _run(instance: Any, sub: dict[str, Any], root: dict[str, Any], where: str,
-         use_jsonschema: bool) -> list[tuple[str, str]]:
-    if use_jsonschema:
-        import jsonschema
+SCHEMA_OFF = ("jsonschema is not installed: plans are not checked against plan_library.schema.json (the plan "
+              "compiler still refuses what the engine cannot run, with less precise messages)")
 
-        validator = jsonschema.Draft202012Validator({**sub, "$defs": root.get("$defs", {})})
-        found = []
-        for err in sorted(validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path))):
-            found.extend(_leaf_errors(err, where))
-        return _dedupe(found)
-    return _dedupe(list(_check(instance, sub, root, where or "$")))
+
+_BUILT: dict[int, tuple[dict[str, Any], Any, Any]] = {}
+
+
+def _validators(schema: dict[str, Any]) -> tuple[Any, Any]:
+    """(the document's top level without its plans, one plan): built once per schema and reused."""
+    built = _BUILT.get(id(schema))
+    if built is not None and built[0] is schema:
+        return built[1], built[2]
+    import jsonschema
+
+    defs = schema.get("$defs", {})
+    top_schema = dict(schema, properties={k: v for k, v in schema["properties"].items() if k != "plans"},
+                      required=[])
+    top = jsonschema.Draft202012Validator(top_schema)
+    try:
+        plan_schema = _inline(defs["plan"], defs)
+    except RecursionError:
+        plan_schema = {"$defs": defs, "$ref": "#/$defs/plan"}
+    plan = jsonschema.Draft202012Validator(plan_schema)
+    if len(_BUILT) >= 8:
+        _BUILT.clear()
+    _BUILT[id(schema)] = (schema, top, plan)
+    return top, plan
+
+
+def _inline(node: Any, defs: dict[str, Any], depth: int = 0) -> Any:
+    """The schema with each local ``#/$defs/<name>`` reference replaced by its definition: the same checks,
+    without a reference lookup per value (that lookup is most of jsonschema's time on a plan).  A schema
+    whose definitions refer to themselves is left as it is."""
+    if depth > 32:
+        raise RecursionError("recursive $defs")
+    if isinstance(node, list):
+        return [_inline(item, defs, depth + 1) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _inline(v, defs, depth + 1) for k, v in node.items() if k != "$ref"}
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs:
+        target = _inline(defs[ref[8:]], defs, depth + 1)
+        if set(target) & set(out):
+            out["allOf"] = [*out.get("allOf", []), target]
+        else:
+            out.update(target)
+    elif ref is not None:
+        out["$ref"] = ref
+    return out
+
+
+def _run(instance: Any, validator: Any, where: str) -> list[tuple[str, str]]:
+    found = []
+    for err in sorted(validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path))):
+        found.extend(_leaf_errors(err, where))
+    return _dedupe(found)
 
 
 def _leaf_errors(err: Any, where: str) -> list[tuple[str, str]]:
@@ -134,13 +176,12 @@ def _dedupe(items: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return [i for i in items if not (i in seen or seen.add(i))]
 
 
-# ── the built-in validator: the keywords plan_library.schema.json uses ──────
-
 _TYPES = {
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),
     "string": lambda v: isinstance(v, str),
     "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
     "boolean": lambda v: isinstance(v, bool),
 }
 
@@ -174,82 +215,3 @@ def _message(keyword: str, expected: Any, value: Any) -> str:
     if keyword == "propertyNames":
         return f"{value!r} is not a valid id"
     return f"fails {keyword}"
-
-
-_REFS: dict[tuple[int, str], dict[str, Any]] = {}
-
-
-def _resolve(ref: str, root: dict[str, Any]) -> dict[str, Any]:
-    key = (id(root), ref)
-    node = _REFS.get(key)
-    if node is None:
-        node = root
-        for part in ref.removeprefix("#/").split("/"):
-            node = node[part]
-        if len(_REFS) > 256:
-            _REFS.clear()
-        _REFS[key] = node
-    return node
-
-
-@lru_cache(maxsize=256)
-def _rx(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
-
-
-def _check(value: Any, sub: dict[str, Any], root: dict[str, Any], path: str) -> Iterator[tuple[str, str]]:
-    if "$ref" in sub:
-        yield from _check(value, _resolve(sub["$ref"], root), root, path)
-    expected = sub.get("type")
-    if expected is not None and not _TYPES[expected](value):
-        yield path, _message("type", expected, value)
-        return
-    if "enum" in sub and value not in sub["enum"]:
-        yield path, _message("enum", sub["enum"], value)
-    if isinstance(value, str):
-        if len(value) < sub.get("minLength", 0):
-            yield path, _message("minLength", sub["minLength"], value)
-        elif "pattern" in sub and not _rx(sub["pattern"]).search(value):
-            yield path, _message("pattern", sub["pattern"], value)
-    if isinstance(value, int) and not isinstance(value, bool) and value < sub.get("minimum", value):
-        yield path, _message("minimum", sub["minimum"], value)
-    if isinstance(value, list):
-        if len(value) < sub.get("minItems", 0):
-            yield path, _message("minItems", sub["minItems"], value)
-        if "items" in sub:
-            for i, item in enumerate(value):
-                yield from _check(item, sub["items"], root, f"{path}[{i}]")
-    if isinstance(value, dict):
-        yield from _check_object(value, sub, root, path)
-    if "oneOf" in sub:
-        passing = sum(1 for option in sub["oneOf"] if not any(_check(value, option, root, path)))
-        if passing != 1:
-            yield path, "needs exactly one of 'graph' or 'steps'"
-
-
-def _check_object(value: dict, sub: dict[str, Any], root: dict[str, Any], path: str) -> Iterator[tuple[str, str]]:
-    required = [k for k in sub.get("required", ()) if k not in value]
-    if required:
-        yield path, _message("required", sub["required"], value)
-    if len(value) < sub.get("minProperties", 0):
-        yield path, _message("minProperties", sub["minProperties"], value)
-    props = sub.get("properties", {})
-    patterns = sub.get("patternProperties", {})
-    extra = sub.get("additionalProperties", True)
-    names = sub.get("propertyNames")
-    for key, item in value.items():
-        where = f"{path}.{key}" if path != "$" else key
-        if names is not None and "pattern" in names and not _rx(names["pattern"]).search(key):
-            yield where, _message("propertyNames", names, key)
-        if key in props:
-            yield from _check(item, props[key], root, where)
-            continue
-        matched = [p for p in patterns if _rx(p).search(key)] if patterns else []
-        for p in matched:
-            yield from _check(item, patterns[p], root, where)
-        if matched:
-            continue
-        if extra is False:
-            yield where, _message("additionalProperties", False, item)
-        elif isinstance(extra, dict):
-            yield from _check(item, extra, root, where)

@@ -15,11 +15,14 @@ from typing import Any, Iterable, Sequence
 
 from ..dot import DotSyntaxError, parse
 from ..dot_plan import to_plan
-from ..library import Library, check_document, dot_files, parse_json, with_dot_plans
+from ..library import (MAX_DOT_BYTES, Library, check_document, dot_files, json_error, library_limit, parse_json,
+                       with_dot_plans)
 from ..lint import ERROR
 from ..model import Plan, PlanError, compile_plan
+from ..reading import ReadError, decode_text, read_regular
 
 INPUT, FINDING = 2, 1
+MAX_INPUT_BYTES = 64 * 1024 * 1024  # any file the CLI reads (a library is also held to its own, smaller limit)
 STATUSES = ("success", "partial_success", "retry", "fail", "skipped")
 
 
@@ -39,21 +42,21 @@ def closest(name: str, choices: Iterable[str]) -> str:
     return f"; did you mean '{found[0]}'?" if found else ""
 
 
-def read_text(path: str, what: str = "file") -> str:
-    """A text file's contents, or a CliError saying why it cannot be read (missing, a folder, binary, empty)."""
-    if not os.path.exists(path):
-        raise CliError(f"{path}: no such {what}")
+def read_text(path: str, what: str = "file", limit: int = MAX_INPUT_BYTES) -> str:
+    """A text file's contents, or a CliError saying why it cannot be read (missing, a folder, a FIFO or a
+    device, too large, binary, empty)."""
     if os.path.isdir(path):
         raise CliError(f"{path} is a folder; give the {what} inside it")
+    if not os.path.lexists(path):
+        raise CliError(f"{path}: no such {what}")
     try:
-        with open(path, "rb") as fh:
-            blob = fh.read()
-    except OSError as exc:
-        raise CliError(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
+        blob = read_regular(path, limit, what)
+    except ReadError as exc:
+        raise CliError(str(exc)) from None
     if b"\0" in blob[:8192]:
         raise CliError(f"{path} is a binary file, not a {what}")
     try:
-        text = blob.decode("utf-8")
+        text = decode_text(blob)
     except UnicodeDecodeError as exc:
         raise CliError(f"{path} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     if not text.strip():
@@ -79,30 +82,23 @@ def json_arg(text: str, option: str, example: str) -> Any:
         raise CliError(f"{option} is not valid JSON ({why}); for example {option} '{example}'") from None
 
 
-def load_library(path: str, use_jsonschema: bool = False) -> Library:
+def load_library(path: str) -> Library:
     """A library file (.json, with the .dot plans beside it) or a single .dot plan, through schema and lint."""
-    text = read_text(path, "plan library")
     if path.endswith(".dot"):
-        return with_dot_plans({"plans": {}}, path, [path], use_jsonschema=use_jsonschema)
+        read_text(path, "DOT plan", MAX_DOT_BYTES)
+        return with_dot_plans({"plans": {}}, path, [path])
+    blob = read_text(path, "plan library", library_limit()).encode("utf-8")  # parsed as the engine parses it
     try:
-        data = parse_json(text.encode("utf-8"))
-    except ValueError as exc:
-        raise CliError(f"{path}: not valid JSON ({_json_message(text, exc)}); fix the syntax") from None
+        data = parse_json(blob)
+    except ValueError:
+        raise CliError(f"{path}: not valid JSON ({json_error(blob)}); fix the syntax") from None
     try:
         dots = dot_files(path)
         if dots:
-            return with_dot_plans(data, path, dots, use_jsonschema=use_jsonschema)
-        return check_document(data, path, use_jsonschema=use_jsonschema)
+            return with_dot_plans(data, path, dots)
+        return check_document(data, path)
     except ValueError as exc:  # the document itself: not an object, no 'plans'
         raise CliError(str(exc)) from None
-
-
-def _json_message(text: str, exc: Exception) -> str:
-    try:
-        json.loads(text)
-    except ValueError as std:
-        return str(std)
-    return str(exc)
 
 
 @dataclass(frozen=True)
