@@ -5,7 +5,6 @@ import contextlib
 import dataclasses
 import io
 import json
-import re
 
 import pytest
 from hypothesis import assume, given
@@ -82,7 +81,7 @@ def plan_with_float_weight_and_allow_partial() -> dict:
     from scenario import fix_loop_plan
     raw = fix_loop_plan()
     raw["graph"]["nodes"]["test"]["allow_partial"] = True
-    raw["graph"]["edges"][0]["weight"] = 1e16
+    raw["graph"]["edges"][0]["_attractor"] = {"cost": 1e16}  # an attribute DOT carried in, a large float
     raw["graph"]["edges"][1]["weight"] = 1.5e-7
     return raw
 
@@ -105,9 +104,10 @@ def same_plan(a: Plan, b: Plan) -> None:
 def test_export_keeps_floats_past_1e16_and_allow_partial(tmp_path):
     raw = plan_with_float_weight_and_allow_partial()
     text = exported(raw, tmp_path)
-    assert "weight=10000000000000000.0" in text and "allow_partial=true" in text
+    assert "cost=10000000000000000.0" in text and "weight=0.00000015" in text and "allow_partial=true" in text
     pid, back, found = load_dot_plan(text)
     assert found == [] and back["graph"]["nodes"]["test"]["allow_partial"] is True
+    assert back["graph"]["edges"][0]["_attractor"] == {"cost": 1e16}
     same_plan(compile_plan(pid, back), compile_plan("p", raw))
 
 
@@ -122,8 +122,8 @@ def test_export_of_a_plan_dot_cannot_name_is_refused_in_one_line(tmp_path):
 # ── export re-imports to the same plan, for any plan ────────────────────────
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
-WEIGHT = (st.integers(-10 ** 6, 10 ** 6) | st.floats(allow_nan=False, allow_infinity=False)
-          | st.sampled_from([1e16, -1e16, 1.5e-7, 1e300, 5e-324]))
+WEIGHT = st.integers(-10 ** 9, 10 ** 9) | st.floats(-1e9, 1e9) | st.sampled_from([1.5e-7, 5e-324, 1e9, -1e9])
+LARGE = st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from([1e16, -1e16, 1e300, 5e-324])
 
 
 @st.composite
@@ -144,6 +144,8 @@ def decorated_plans(draw):
             edge["weight"] = draw(WEIGHT)
         if draw(st.booleans()):
             edge["label"] = draw(TEXT)
+        if draw(st.booleans()):
+            edge["_attractor"] = {"cost": draw(LARGE)}
     return raw
 
 
@@ -153,6 +155,7 @@ def test_export_re_imports_to_the_same_plan(tmp_path_factory, raw):
     pid, back, _ = load_dot_plan(exported(raw, tmp_path_factory.mktemp("export")))
     assert pid == "p"
     same_plan(compile_plan(pid, back), compile_plan("p", raw))
+    assert [e.get("_attractor") for e in back["graph"]["edges"]] == [e.get("_attractor") for e in raw["graph"]["edges"]]
 
 
 # ── any command line ────────────────────────────────────────────────────────
@@ -195,5 +198,20 @@ def test_no_command_line_gives_a_traceback(inputs, data):
     code, out, err = run(argv)
     assert "Traceback" not in out + err and "internal error" not in err, (argv, err)
     assert code in (0, 1, 2), (argv, code)
-    if code == 2:
-        refused(code, out, err, "--json" in argv and not re.search(r"invalid choice|unrecognized", err))
+    if code == 2:  # refused: a line per refusal (validate: per file it cannot read, beside its report)
+        assert err and all(line.startswith("graph-engine") for line in err.splitlines()), err
+        if "--json" in argv:
+            json.loads(out)  # one JSON document: the error object, or validate's findings
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_every_verb_refuses_a_missing_file_with_the_error_object(tmp_path, verb):
+    import jsonschema
+    from test_attractor_spec import SCHEMA
+    missing = str(tmp_path / "missing.json")
+    argv = {"validate": [missing], "triggers": ["--library", missing], "prompts": [missing], "explain": [missing],
+            "inspect": [missing], "export": ["--library", missing], "render": [missing],
+            "select": [missing, "--from", "x"], "simulate": [missing]}[verb]
+    code, out, err = run([verb, "--json", *argv])
+    refused(code, out, err, True)
+    jsonschema.validate(json.loads(out), {"$defs": SCHEMA["$defs"], "$ref": "#/$defs/error"})

@@ -8,6 +8,7 @@ malformed file, an unknown plan, node or status, a wrong option), said in one li
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import shutil
@@ -74,7 +75,13 @@ def _per_file(paths: Sequence[str], err: TextIO | None = None) -> tuple[dict[str
 
 
 def validate(paths: Sequence[str], as_json: bool, out: TextIO, err: TextIO) -> int:
-    per_file, unreadable = _per_file(paths, err)
+    said = io.StringIO()
+    per_file, unreadable = _per_file(paths, said)
+    if unreadable == len(paths):  # nothing to report but the refusal: one line (one error object with --json)
+        first, *more = said.getvalue().splitlines()
+        raise CliError(first.split(": ", 1)[1] + (f" (and {len(more)} more file(s) that cannot be read)"
+                                                  if more else ""))
+    err.write(said.getvalue())
     found = [d for findings in per_file.values() for d in findings]
     errors = [d for d in found if d.severity == "error"]
     if as_json:
