@@ -5,6 +5,7 @@ import contextlib
 import dataclasses
 import io
 import json
+import os
 
 import pytest
 from hypothesis import assume, given
@@ -163,7 +164,8 @@ def test_export_re_imports_to_the_same_plan(tmp_path_factory, raw):
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
-    """Files of every kind a user may name: good, bad, empty, binary, deep, of the wrong shape."""
+    """Files of every kind a user may name: good, bad, empty, binary, deep, of the wrong shape, a folder, a FIFO,
+    a device that never ends."""
     d = tmp_path_factory.mktemp("inputs")
     blobs = {"lib.json": LIBRARY.read_bytes(), "empty.json": b"", "binary.json": b"\0\1\2", "bad.json": b"{nope",
              "list.json": b"[1, 2]", "deep.json": b"[" * 50_000, "null.json": b"null",
@@ -173,7 +175,8 @@ def inputs(tmp_path_factory):
              "bad.dot": b"digraph { a -- b", "lint.json": (FIXTURES / "lint" / "clean.json").read_bytes()}
     for name, blob in blobs.items():
         (d / name).write_bytes(blob)
-    return [str(d / n) for n in blobs] + [str(d / "missing.json"), str(d)]
+    os.mkfifo(d / "pipe.json")  # opened for reading, it would block: refused as not a regular file
+    return [str(d / n) for n in blobs] + [str(d / "missing.json"), str(d), str(d / "pipe.json"), "/dev/zero"]
 
 
 VERBS = ["validate", "triggers", "prompts", "explain", "inspect", "export", "render", "select", "simulate"]
