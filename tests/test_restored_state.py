@@ -7,7 +7,7 @@ import json
 import os
 
 import pytest
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 from scenario import IDLE, crash, started
 
@@ -211,3 +211,38 @@ def test_a_previous_selector_state_of_another_shape_is_rejected_naming_the_field
 def test_a_previous_selector_state_of_any_shape_migrates_or_is_rejected(tmp_path_factory, old):
     s = legacy_session(tmp_path_factory.mktemp("legacy"), dict(old, plan_id=old.get("plan_id") or "legacy"))
     assert s.state is None or parse(s.state)[1] == ""
+
+
+# ── generated: what the parser accepts, the engine runs ────────────────────
+
+NODES = ["start", "reproduce", "gather_context", "isolate", "decide_approach", "fix", "test", "done",
+         "escalate_stuck", "nowhere"]
+PLAUSIBLE = (st.integers(-3, 60) | st.sampled_from([10 ** 9, 5, 0]) | st.sampled_from(NODES)
+             | st.sampled_from(["active", "ended", "success", "retry", "exhausted", "fail", "graph", "linear", ""])
+             | st.lists(st.sampled_from(NODES), max_size=6) | st.booleans() | st.none()
+             | st.dictionaries(st.sampled_from(NODES), st.integers(-1, 9), max_size=3)
+             | st.fixed_dictionaries({"status": st.sampled_from(["success", "fail", "odd"])}))
+
+
+@given(changes=st.lists(st.tuples(st.sampled_from(["current_node", "current_step", "steps_completed",
+                                                   "steps_failed", "turn", "turns_since_transition", "max_turns",
+                                                   "stale_after_turns", "visited", "path", "context", "outcome",
+                                                   "parallel", "gate_jumps", "held", "checkpoint", "last_outcome",
+                                                   "completed_nodes", "seq", "audit_seq", "mode", "status",
+                                                   "escalation", "provisional", "event.node", "event.to"]),
+                                  PLAUSIBLE), min_size=1, max_size=3))
+def test_a_state_the_parser_accepts_is_one_the_engine_runs(changes):
+    s = mid_run()
+    saved = json.loads(json.dumps(s.agent.get_data(DATA_KEY)))
+    for key, value in changes:
+        if key.startswith("event."):
+            saved["events"][-1][key[6:]] = value
+        else:
+            saved[key] = value
+    s = restore(s, saved)
+    event("accepted" if s.state is not None else "rejected")
+    for reply in (crash(), ISOLATE, IDLE):
+        if s.state is None or not s.monologue_open:
+            break
+        s.run_pass(reply)
+    assert [t for t in s.log.texts("error") if ENGINE_ERRORS in t] == []
