@@ -55,7 +55,7 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st
                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
                                                                                max_size=4), max_leaves=12)
 ODD = st.sampled_from([deep(5000), {(1, 2): "tuple key", 3: "int key"}, {None: 1}, Odd(), b"bytes", {1, 2},
-                       float("nan"), 10 ** 400, "\udcff", "{\"tool_name\": " + "[" * 5000])
+                       float("nan"), 10 ** 400, 10 ** 5000, "\udcff", "{\"tool_name\": " + "[" * 5000])
 ANY = JSON | ODD | st.builds(cyclic)
 TOOL_RESULT = st.fixed_dictionaries({"tool_name": ANY | st.just("code_execution_tool"), "tool_result": ANY},
                                     optional={"file": ANY})

@@ -106,6 +106,7 @@ DAMAGE = [
     (put_event("captured", {"a": 1}), ".captured' is {\"a\": 1}, not a dict of names and text"),
     (put("visited", {"fix": {"attempts": 0, "failures": 0, "outcome": "great"}}), "field 'visited' entry 'fix'"),
     (put("note", float("nan")), "field 'note' is nan, not a finite number"),
+    (put("turn", 10 ** 30), "field 'turn' is an integer of 100 bits, over 64"),
     (put("parallel", [{"node": "fix", "pending": [], "failed": []}]), "field 'parallel' names 'fix', a task node"),
 ]
 

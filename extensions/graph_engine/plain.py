@@ -14,6 +14,7 @@ from typing import Any
 
 MAX_DEPTH = 32  # nesting levels; far below Python's recursion limit
 MAX_VALUES = 100_000  # values in one copy
+MAX_INT_BITS = 64  # no counter, seq or number this engine keeps is larger
 
 
 class NotPlain(ValueError):
@@ -53,11 +54,15 @@ class _Walk:
         self.left -= 1
         if self.left < 0:
             return self.refuse(path, f"holds more than {MAX_VALUES:,} values", "...")
-        if value is None or isinstance(value, bool):
-            return value
+        kind = type(value)
+        if kind is str or kind is bool or value is None or (kind is int and value.bit_length() <= MAX_INT_BITS):
+            return value  # most values: immutable, kept as they are
         if isinstance(value, str):
             return str(value)
         if isinstance(value, int):
+            if value.bit_length() > MAX_INT_BITS:  # text of a huge integer cannot even be made (over 4,300 digits)
+                return self.refuse(path, f"is an integer of {value.bit_length():,} bits, over {MAX_INT_BITS}",
+                                   "<huge integer>")
             return int(value)
         if isinstance(value, float):
             if math.isfinite(value):
@@ -78,6 +83,8 @@ class _Walk:
             self.open.discard(id(value))
 
     def key(self, key: Any, path: tuple) -> str:
+        if type(key) is str:
+            return key
         if isinstance(key, str):
             return str(key)
         if self.strict:
