@@ -450,6 +450,27 @@ def library_load_ms() -> tuple[float, float]:
     return statistics.median(float(r[0]) for r in runs), statistics.median(float(r[1]) for r in runs)
 
 
+def schema_ms() -> dict[str, float]:
+    """What the one schema validator costs: importing jsonschema and building the two validators (once per
+    schema file, in a fresh process), and checking the shipped library's plans against the schema."""
+    import subprocess
+
+    code = ("import sys,time;sys.path.insert(0,%r);t0=time.perf_counter();import jsonschema;"
+            "t1=time.perf_counter();from graph_engine import schema as s;p=s.load_schema(s.find_schema());"
+            "t2=time.perf_counter();s._validators(p);print((t1-t0)*1000,(time.perf_counter()-t2)*1000)") % str(
+                ROOT / "extensions")
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.split()
+            for _ in range(7)]
+    from graph_engine.schema import find_schema, load_schema, validate_plan
+
+    schema = load_schema(find_schema())
+    plans = json.loads(a0.LIBRARY.read_text())["plans"]
+    check = _median_us(lambda: [validate_plan(pid, raw, schema) for pid, raw in plans.items()], 20) / 1000
+    return {"import_ms": round(statistics.median(float(r[0]) for r in runs), 2),
+            "validators_ms": round(statistics.median(float(r[1]) for r in runs), 2),
+            "check_shipped_ms": round(check, 2)}
+
+
 def full_check_1000_ms() -> float:
     """Every plan of a 1,000-plan library compiled and linted up front (what `validate` does)."""
     doc = a0.shipped_copies(100)
@@ -667,6 +688,10 @@ def rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
         ("shipped library: load + schema + lint (fresh process, after import)", ms(r["library_load_ms"]),
          *limit("library_load_ms", r["library_load_ms"])),
         ("engine import in a fresh process", ms(r["engine_import_ms"]), "reported", None),
+        ("jsonschema: its import (part of the engine's) / both validators built (once per schema file)",
+         f"{r['schema_ms']['import_ms']:.1f} / {r['schema_ms']['validators_ms']:.1f} ms", "reported", None),
+        ("schema check of the shipped library's 10 plans (jsonschema)", ms(r["schema_ms"]["check_shipped_ms"]),
+         "reported", None),
         ("1,000 plans: load to the first matched message (fresh process)", ms(small["first_match_ms"]),
          *limit("library_1000_first_match_ms", small["first_match_ms"])),
         ("1,000 plans: reload after one plan changed (that plan checked again)", ms(small["reload_ms"]),
@@ -746,6 +771,7 @@ def main() -> int:
             os.environ["GRAPH_ENGINE_PICTURE"] = picture
         pictures = picture_ms()
         cold, import_ms = library_load_ms()
+        schema = schema_ms()
         libraries = library_rows()
         big = full_check_1000_ms()
         state_bytes = state_bytes_after(10_000)
@@ -765,6 +791,7 @@ def main() -> int:
         "per_pass_us_by_nodes": {k: round(v, 2) for k, v in by_nodes.items()},
         "library_load_ms": round(cold, 2),
         "engine_import_ms": round(import_ms, 2),
+        "schema_ms": schema,
         "library_1000_plans_load_ms": round(big, 1),
         "library_1000": libraries["1000"],
         "library_10000": libraries["10000"],

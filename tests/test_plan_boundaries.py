@@ -335,3 +335,30 @@ def test_allow_partial_with_a_sure_partial_edge_is_not_refused_as_a_stall():
     raw["graph"]["edges"][1]["condition"] = "outcome=success && context.lang=ruby"
     lib = check_document({"plans": {"p": raw}})
     assert any(d.rule == "stall_possible" and "'partial'" in d.message for d in lib.diagnostics)
+
+
+@pytest.mark.parametrize("depth", [100, 1000, 5000])
+def test_a_deep_value_at_the_librarys_top_level_is_one_finding_and_every_plan_loads(tmp_path, depth):
+    text = '{"_meta": {"version": "2", "note": %s}, "plans": %s}' % ("[" * depth + "]" * depth,
+                                                                    json.dumps({"good": good_plan()}))
+    path = write_library(tmp_path, {}, raw_text=text)
+    (engine_plans, engine_lines), (cli_plans, _) = both_loads(path)
+    assert engine_plans == cli_plans == ["good"]
+    line, = [x for x in engine_lines if "nested" in x]
+    assert line.startswith(f"{path}: the library's top level is invalid: [schema] _meta")
+
+
+def test_a_compressed_tool_result_whose_file_is_a_fifo_is_judged_on_its_short_text_without_blocking(tmp_path):
+    from scenario import crash, events, started
+
+    from graph_engine.tools.standin import Reply
+
+    fifo = tmp_path / "5.txt"
+    os.mkfifo(fifo)  # opening it to read would wait for a writer forever
+    s = started()
+    s.run_pass(crash())
+    s.history[-1] = {"ai": False, "content": json.dumps(
+        {"tool_name": "code_execution_tool", "tool_result": "Traceback (most recent call last)<<\n99 CHARACTERS "
+                                                            "REMOVED TO SAVE SPACE\n>>", "file": str(fifo)})}
+    s.run_pass(Reply(warning="You have misformatted your message. Follow system prompt instructions."))
+    assert events(s, "node_verified")[0]["reason"] == "found 'Traceback (most recent call last)'"

@@ -26,8 +26,8 @@ import time
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
-from .library import (Checked, Library, json_error, _problem_lines, check_document, check_plan, document_problems,
-                      dot_files, library_schema, load_library_file, read_library)
+from .library import (Checked, Library, _problem_lines, check_document, check_plan, document_problems, dot_files,
+                      json_error, library_meta, library_schema, load_library_file, read_library)
 from .lint import ERROR, Diagnostic, cross_plan_triggers, shared_trigger
 from .matching import Indexed, Match, TriggerIndex, allowed, normalise, phrase_start, rank, request_text, score_plan
 from .model import DEFAULT_THRESHOLD, Plan
@@ -334,7 +334,7 @@ def load(path: str, text: str, previous: Catalogue | None = None, eager_plans: i
         previous.cancel()
     if len(raws) <= (EAGER_PLANS if eager_plans is None else eager_plans):
         return Catalogue.checked_whole(check_document(data, path))
-    meta = data.get("_meta") if isinstance(data.get("_meta"), dict) else {}
+    meta = library_meta(data)
     cat = Catalogue(path, meta, dict(raws), top, schema, text, {pid: spans[pid] for pid in raws if pid in spans})
     if previous is not None and previous.raws:
         cat.reuse(previous)

@@ -61,9 +61,10 @@ def to_plan(g: DotGraph) -> tuple[str, dict[str, Any], list[Diagnostic]]:
             extra_graph[key] = _plain(value)
     default_retries = g.attrs.get("default_max_retries", g.attrs.get("default_max_retry"))
     nodes: dict[str, Any] = {}
+    declared = set(g.nodes)
     for nid, n in g.nodes.items():
         htype = handler_type(n.attrs, nid)
-        nodes[nid] = _node(attrs_of[nid], node_type(htype), htype, default_retries, set(g.nodes))
+        nodes[nid] = _node(attrs_of[nid], node_type(htype), htype, default_retries, declared)
         if "label" not in n.attrs:
             nodes[nid].pop("name", None)  # the id is the default name; export stays as written
     edges = []

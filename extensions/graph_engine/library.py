@@ -110,6 +110,12 @@ def document_problems(data: Any, path: str, schema: dict[str, Any] | None) -> tu
                                         f"the first {limit} are loaded",
                                 fix="split the library, or raise GRAPH_ENGINE_MAX_PLANS"))
         raw_plans = dict(list(raw_plans.items())[:limit])
+    for key, value in data.items():  # before the schema's recursive walk meets them
+        unusable = value_problem(value, key) if key != "plans" else None
+        if unusable is not None:
+            found.append(diag("schema", "(library)", f"{unusable[0]}: {unusable[1]}", UNUSABLE_FIX))
+    if any(d.fix == UNUSABLE_FIX for d in found):
+        data = {k: v for k, v in data.items() if k == "plans" or value_problem(v, k) is None}
     if schema is not None:
         for p in validate_top(data, schema):
             found.append(diag("schema", "(library)", f"{p.path}: {p.message}", f"see the field in {PLAN_DOC}"))
@@ -146,9 +152,14 @@ def check_document(data: Any, path: str = "<memory>") -> Library:
     found.extend(cross_plan_triggers(compiled.values()))
     broken = {d.plan for d in found if d.severity == ERROR}
     plans = {pid: plan for pid, plan in compiled.items() if pid not in broken}
-    meta = data.get("_meta") if isinstance(data.get("_meta"), dict) else {}
-    return Library(path=path, plans=plans, problems=tuple(_problem_lines(path, found)), meta=meta,
-                   diagnostics=tuple(found), worst_case_turns=reports, timings=timings)
+    return Library(path=path, plans=plans, problems=tuple(_problem_lines(path, found)),
+                   meta=library_meta(data), diagnostics=tuple(found), worst_case_turns=reports, timings=timings)
+
+
+def library_meta(data: dict[str, Any]) -> dict[str, Any]:
+    """The document's ``_meta`` object ({} when it is missing, not an object, or holds an unusable value)."""
+    meta = data.get("_meta")
+    return meta if isinstance(meta, dict) and value_problem(meta, "_meta") is None else {}
 
 
 def _max_plans() -> int:
@@ -246,7 +257,7 @@ def with_dot_plans(data: Any, path: str, dots: list[str]) -> Library:
         if pid in plans:  # the plan already there keeps working; this file is the one refused
             first = positions[pid][0] if pid in positions else path
             extra.append(replace(diag("duplicate_plan", dot_path, f"digraph '{pid}' names a plan already defined "
-                                      f"in {first}; {dot_path} is not loaded", f"rename the digraph (e.g. digraph "
+                                      f"in {first}", f"rename the digraph (e.g. digraph "
                                       f"{pid}_2 {{...}}) or remove one of the two"),
                                  line=graph.line, col=graph.col, file=dot_path))
             continue

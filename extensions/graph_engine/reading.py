@@ -56,8 +56,9 @@ def read_regular(path: str, limit: int, what: str = "file", prefix: bool = False
         if st.st_size > limit and not prefix:
             raise ReadError(f"{path}: the {what} is {st.st_size:,} bytes, over the {limit:,} byte limit")
         chunks, left = [], limit + (0 if prefix else 1)
+        step = max(st.st_size + 1, 1 << 16)  # the whole file in one read, as a rule
         while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
+            chunk = os.read(fd, min(left, step))
             if not chunk:
                 break
             chunks.append(chunk)

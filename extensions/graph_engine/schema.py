@@ -19,6 +19,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+try:  # imported with the engine (every Agent-Zero environment has it: litellm and mcp depend on it)
+    import jsonschema
+except ImportError:  # pragma: no cover - depends on the environment
+    jsonschema = None
+
 SCHEMA_FILE = "plan_library.schema.json"
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -81,11 +86,8 @@ def validate_plan(plan_id: str, raw: Any, schema: dict[str, Any]) -> list[Schema
     return problems
 
 
-@lru_cache(maxsize=1)
 def jsonschema_available() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("jsonschema") is not None
+    return jsonschema is not None
 
 
 SCHEMA_OFF = ("jsonschema is not installed: plans are not checked against plan_library.schema.json (the plan "
@@ -100,8 +102,6 @@ def _validators(schema: dict[str, Any]) -> tuple[Any, Any]:
     built = _BUILT.get(id(schema))
     if built is not None and built[0] is schema:
         return built[1], built[2]
-    import jsonschema
-
     defs = schema.get("$defs", {})
     top_schema = dict(schema, properties={k: v for k, v in schema["properties"].items() if k != "plans"},
                       required=[])
