@@ -23,11 +23,20 @@ from graph_engine.tools.standin import Reply, Session, UserMessage, cmd, tool_re
 ENGINE_ERRORS = "Workflow engine error"
 
 
+class Deep(list):
+    """Lists nested ``levels`` deep, with a short repr (a failing example stays printable)."""
+
+    def __repr__(self) -> str:
+        return f"deep({len(self) and self.levels})"
+
+
 def deep(levels: int, leaf: Any = "x") -> Any:
     value = leaf
-    for _ in range(levels):
+    for _ in range(levels - 1):
         value = [value]
-    return value
+    outer = Deep([value])
+    outer.levels = levels
+    return outer
 
 
 def cyclic() -> dict:

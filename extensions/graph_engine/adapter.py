@@ -39,6 +39,7 @@ SPOOL_KEY = "graph_engine_audit_spool"  # agent data, saved with the chat: audit
 MAX_SPOOL_LINES = 2_000
 MAX_FULL_OUTPUT = 4 * 1024 * 1024
 MAX_LOGGED_ONCE = 256
+MAX_ITERATION = 10 ** 9
 SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 ENDED = tuple(x for x in STATUSES if x != "active")
 CARD_ATTR = "_graph_engine_card"  # [run id, log item, what it shows] of the run's card; False: cards are off
@@ -202,9 +203,10 @@ def observe(agent: Any, loop_data: Any, hook: str, state: Any = None,
 
 
 def _iteration(loop_data: Any) -> int:
-    """The pass number (0 = the monologue's first pass); a value of another type reads as 0."""
+    """The pass number (0 = the monologue's first pass); a value of another type, or past any monologue's
+    length, reads as 0."""
     value = getattr(loop_data, "iteration", 0)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_ITERATION else 0
 
 
 def _history(loop_data: Any) -> list:
