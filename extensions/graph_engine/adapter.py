@@ -21,10 +21,10 @@ from .audit import AuditLog, read_lines, runs_dir
 from .catalogue import LibraryCache
 from .history import CallOutput, new_intervention, newest_call_output, reply_before_user_message, user_words
 from .model import Plan
+from .plain import as_text
 from .reading import read_regular
 from .render_graph import picture_setting, run_picture
 from .salute import build_report, write_report
-from .plain import as_text
 from .state import DATA_KEY, STATUSES, emit, is_legacy_linear, migrate_legacy, upgrade
 from .state import parse as parse_state
 

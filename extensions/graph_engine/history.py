@@ -128,14 +128,11 @@ def user_words(user_message: Any) -> str:
     """The user's own words from ``loop_data.user_message`` (a Message with ``.output()``, or plain data)."""
     if user_message is None:
         return ""
-    data = user_message
-    output = getattr(user_message, "output", None)
-    if callable(output):
-        try:
-            data = output()
-        except Exception:  # noqa: BLE001 - a broken message object means "no words"
-            return ""
-    return _words(data)
+    try:  # a foreign object: its output() or any attribute may raise
+        output = getattr(user_message, "output", None)
+        return _words(output() if callable(output) else user_message)
+    except Exception:  # noqa: BLE001 - a broken message object means "no words"
+        return ""
 
 
 def _words(data: Any, depth: int = 0) -> str:
