@@ -63,9 +63,10 @@ class Odd:
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
                                                                                max_size=4), max_leaves=12)
-ODD = st.sampled_from([deep(5000), {(1, 2): "tuple key", 3: "int key"}, {None: 1}, Odd(), b"bytes", {1, 2},
-                       float("nan"), 10 ** 400, 10 ** 5000, "\udcff", "{\"tool_name\": " + "[" * 5000])
-ANY = JSON | ODD | st.builds(cyclic)
+ODD = st.sampled_from([lambda: deep(5000), lambda: {(1, 2): "tuple key", 3: "int key"}, lambda: {None: 1}, Odd,
+                       lambda: b"bytes", lambda: {1, 2}, lambda: float("nan"), lambda: 10 ** 400, lambda: 10 ** 5000,
+                       lambda: "\udcff", lambda: "{\"tool_name\": " + "[" * 5000, cyclic]).map(lambda make: make())
+ANY = JSON | ODD  # each example gets its own objects: the hooks write into some of them
 TOOL_RESULT = st.fixed_dictionaries({"tool_name": ANY | st.just("code_execution_tool"), "tool_result": ANY},
                                     optional={"file": ANY})
 CONTENT = (TOOL_RESULT | ANY | st.builds(as_text, TOOL_RESULT)

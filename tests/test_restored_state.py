@@ -247,3 +247,16 @@ def test_a_state_the_parser_accepts_is_one_the_engine_runs(changes):
             break
         s.run_pass(reply)
     assert [t for t in s.log.texts("error") if ENGINE_ERRORS in t] == []
+
+
+@pytest.mark.parametrize("key", ["seq", "turn"])
+def test_a_state_left_on_the_agent_with_a_huge_counter_is_rejected_and_its_log_still_ends(key):
+    s = mid_run()
+    state = copy.deepcopy(s.agent.get_data(DATA_KEY))
+    state[key] = 10 ** 5000  # no text can even spell it
+    s.agent._htn_state = state
+    s.user("ok, go on")
+    s.run_pass(IDLE)
+    warning = [t for t in s.log.texts("warning") if "Ignored an unusable workflow state in agent._htn_state" in t]
+    assert s.state is None and len(warning) == 1 and f"field '{key}' is an integer of 16,610 bits" in warning[0]
+    assert [t for t in s.log.texts("error") if ENGINE_ERRORS in t] == []

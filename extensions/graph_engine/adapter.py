@@ -364,16 +364,21 @@ def _reject(rt: Runtime, agent: Any, raw: Any, problem: str, source: str) -> Non
     end = {"type": "state_rejected", "turn": 0, "seq": 1, "reason": f"{problem} (in {source})"}
     record = {"status": "rejected", "reason": end["reason"], "run_id": run_id if isinstance(run_id, str) else "",
               "plan_id": plan_id if isinstance(plan_id, str) else "", "events": [end]}
-    if record["run_id"] and isinstance(raw.get("seq"), int) and raw["seq"] >= 0:
-        end["seq"], end["turn"] = raw["seq"] + 1, raw.get("turn", 0) if isinstance(raw.get("turn"), int) else 0
+    seq, turn = (_count(raw.get(k)) if isinstance(raw, dict) else None for k in ("seq", "turn"))
+    if record["run_id"] and seq is not None:  # the run's own log ends with the rejection, in sequence
+        end["seq"], end["turn"] = seq + 1, turn or 0
         version = raw.get("plan_version")
-        _audit(rt, agent, dict(record, plan_version=version if isinstance(version, str) else "",
-                               audit_seq=raw["seq"]))
+        _audit(rt, agent, dict(record, plan_version=version if isinstance(version, str) else "", audit_seq=seq))
     setattr(agent, "_htn_last_run", record)
     if record["run_id"]:  # the run's card says it ended, and why
         name = raw.get("plan_name")
         _card(rt, agent, dict(record, plan_name=name if isinstance(name, str) else record["plan_id"]), search=True)
     _clear_state(agent)
+
+
+def _count(value: Any) -> int | None:
+    """A counter read from a state that was refused: a whole number of 0 up to 2^63, else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2 ** 63 else None
 
 
 def _migrate(rt: Runtime, agent: Any, raw: dict, obs: engine.Observation, source: str) -> dict | None:
