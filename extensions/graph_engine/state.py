@@ -139,8 +139,8 @@ def shown_node(state: dict[str, Any], pass_key: str) -> str | None:
 # A state this process did not write itself (restored with the chat, or left on the agent by another layer) is
 # read into a NEW value, every field checked against the plan version it names; the stored value is never
 # changed.  The first problem found is the answer, naming the field.  To add a field: one row in SHAPES (its
-# type; OPTIONAL when older states may lack it) and, when its value depends on the plan, a line in
-# _problem_with_plan.
+# type; OPTIONAL when older states may lack it), and a rule in _value_rules or, when its value depends on the
+# plan, in _plan_rules.  A field SHAPES does not name is carried over as plain JSON (bounded by copy_plain).
 
 Shape = tuple[str, Callable[[Any], bool]]  # (what the value must be, the test)
 
