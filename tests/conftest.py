@@ -2,6 +2,7 @@ import sys
 from pathlib import Path
 
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -35,19 +36,24 @@ def fresh_runtime(monkeypatch, tmp_path):
 
 
 # ── hygiene: a test run leaves nothing in the temp folder ───────────────────
-# (pytest's own tmp_path folders are removed for passing tests: tmp_path_retention_policy in pyproject.toml)
+# The run gets a temp folder of its own (TMPDIR for the programs the tests start, tempfile.tempdir for the
+# tests): what other programs on the machine write to the system's temp folder cannot fail the check, and
+# what this run leaves behind is found. pytest's own tmp_path folders live inside it and are removed for
+# passing tests (tmp_path_retention_policy in pyproject.toml); the folder is removed after a clean run.
 
-_TEMP_BEFORE: set[str] = set()
-
-
-def pytest_sessionstart(session):
-    _TEMP_BEFORE.update(os.listdir(tempfile.gettempdir()))
+RUN_TEMP = tempfile.mkdtemp(prefix="graph-engine-tests-")
+os.chmod(RUN_TEMP, 0o755)  # the installer tests run a step as an unprivileged user, who must reach their folder
+os.environ["TMPDIR"] = RUN_TEMP
+tempfile.tempdir = RUN_TEMP
 
 
 def pytest_sessionfinish(session, exitstatus):
     if exitstatus != 0:
+        sys.stderr.write(f"\nthe test run's temp folder is kept: {RUN_TEMP}\n")
         return
-    left = sorted(n for n in set(os.listdir(tempfile.gettempdir())) - _TEMP_BEFORE if not n.startswith("pytest-of-"))
+    left = sorted(n for n in os.listdir(RUN_TEMP) if not n.startswith("pytest-of-"))
     if left:
         session.exitstatus = 1
-        sys.stderr.write(f"\nthe tests left {len(left)} entries in {tempfile.gettempdir()}: {left[:5]}\n")
+        sys.stderr.write(f"\nthe tests left {len(left)} entries in {RUN_TEMP}: {left[:5]}\n")
+        return
+    shutil.rmtree(RUN_TEMP, ignore_errors=True)

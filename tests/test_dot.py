@@ -3,7 +3,6 @@ written in DOT running inside Agent-Zero."""
 
 import json
 import shutil
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -393,14 +392,12 @@ def test_mutated_dot_parses_or_fails_with_a_position_inside_the_file(base, cuts)
     for at, drop, insert in cuts:
         at %= len(text) + 1
         text = text[:at] + insert + text[at + drop:]
-    t = time.monotonic()
     try:
         parse(text)
     except DotSyntaxError as exc:
         lines = text.split("\n")
         assert 1 <= exc.line <= len(lines), (exc.line, len(lines))
         assert 1 <= exc.col <= len(lines[exc.line - 1]) + 1, (exc.col, lines[exc.line - 1])
-    assert time.monotonic() - t < 1.0
 
 
 # ── select and simulate ─────────────────────────────────────────────────────

@@ -2,7 +2,6 @@
 with the ``regex`` package (a timeout) and without it (a cap on the text scanned)."""
 
 import itertools
-import time
 
 import pytest
 
@@ -22,6 +21,52 @@ def mode(request, monkeypatch):
         pytest.importorskip("regex")
     monkeypatch.setattr(patterns, "use_regex", request.param == "regex")
     return request.param
+
+
+class Searches:
+    """Every search a check makes, as the bound saw it: (characters given, characters scanned, cap, timeout).
+    The bounds are checked, not the clock: a busy machine makes no test fail."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.seen: list[tuple[int, int, int, float | None]] = []
+        cut, regex_for = patterns._head_and_tail, patterns._regex_for
+
+        def head_and_tail(text: str, cap: int) -> str:
+            out = cut(text, cap)
+            self.seen.append((len(text), len(out), cap, None))  # a regex search adds its timeout next
+            return out
+
+        def compiled(pattern):
+            rx = regex_for(pattern)
+            return None if rx is None else Timed(rx, self)
+
+        monkeypatch.setattr(patterns, "_head_and_tail", head_and_tail)
+        monkeypatch.setattr(patterns, "_regex_for", compiled)
+
+    def assert_bounded(self, mode: str) -> None:
+        for given, scanned, cap, timeout in self.seen:
+            assert scanned <= cap + 1 and scanned <= given + 1, (given, scanned, cap)
+            if mode == "regex":
+                assert cap == patterns.BOUNDED_CHARS and timeout == patterns.TIMEOUT, (cap, timeout)
+            else:
+                assert cap <= patterns.FALLBACK_CHARS and timeout is None, (cap, timeout)
+
+
+class Timed:
+    """A compiled ``regex`` pattern that notes the timeout each search is given."""
+
+    def __init__(self, rx, searches: Searches) -> None:
+        self.rx, self.searches = rx, searches
+
+    def search(self, text, timeout=None):
+        seen = self.searches.seen
+        seen[-1] = seen[-1][:3] + (timeout,)  # the text was cut just before this call
+        return self.rx.search(text, timeout=timeout)
+
+
+@pytest.fixture
+def searches(monkeypatch):
+    return Searches(monkeypatch)
 
 
 def plan_with(pattern: str) -> dict:
@@ -59,7 +104,7 @@ def test_the_generated_family_holds_both_kinds():
 
 
 @pytest.mark.parametrize("pattern", generated_patterns())
-def test_every_generated_pattern_is_refused_or_finishes_in_time(pattern, mode):
+def test_every_generated_pattern_is_refused_or_searched_within_its_bound(pattern, mode, searches):
     try:
         plan = compile_plan("p", plan_with(pattern))
     except PlanError as exc:
@@ -67,20 +112,18 @@ def test_every_generated_pattern_is_refused_or_finishes_in_time(pattern, mode):
         return
     verify = plan.nodes["t"].verify
     for text in ADVERSARIAL:
-        t0 = time.perf_counter()
         check(verify, Evidence(tool="code_execution_tool", text=text))
-        assert time.perf_counter() - t0 < 1.0, (pattern, len(text))
+    searches.assert_bounded(mode)
 
 
 @pytest.mark.parametrize("pattern", [".*x", "a.*b.*c", r"(?s).*=.*z", r"\w*\d"])
-def test_patterns_the_load_check_lets_through_are_bounded_on_a_long_line(pattern, mode):
+def test_patterns_the_load_check_lets_through_are_bounded_on_a_long_line(pattern, mode, searches):
     verify = compile_plan("p", plan_with(pattern)).nodes["t"].verify
     for text in ("a" * 1_000_000, "a=" * 500_000):
-        t0 = time.perf_counter()
         verdict = check(verify, Evidence(tool="code_execution_tool", text=text))
-        assert time.perf_counter() - t0 < 1.0, (pattern, len(text))
         if mode == "regex" and verdict.too_slow:
             assert not verdict.ok and verdict.reason.startswith("pattern took too long")
+    searches.assert_bounded(mode)  # (a literal the output lacks skips the search: prefilter)
 
 
 def test_a_check_that_runs_out_of_time_fails_and_the_plan_is_named_in_the_log(monkeypatch, tmp_path):
@@ -89,10 +132,8 @@ def test_a_check_that_runs_out_of_time_fails_and_the_plan_is_named_in_the_log(mo
     use_library(monkeypatch, tmp_path, {"slow": plan_with(r"\w*\d")})
     s = Session()
     s.user("check the pattern now")
-    t0 = time.perf_counter()
     s.run_pass(cmd("cat big.min.js", "a" * 1_000_000))  # one long line: \w*\d is quadratic on it
     s.run_pass(cmd("true", "ok"))
-    assert time.perf_counter() - t0 < 2.0
     (verdict,) = [e for e in events(s, "node_verified")]
     assert verdict["outcome"] == "fail" and verdict["reason"].startswith("pattern took too long (/\\w*\\d/ ran over")
     assert s.agent._htn_last_run["events"][-1]["type"] == "plan_escalated"  # the failure route was followed

@@ -16,7 +16,7 @@ from graph_engine import adapter
 from graph_engine.audit import read_lines
 from graph_engine.library import check_document
 from graph_engine.tools.standin import Reply, Session, cmd
-from graph_engine.state import MAX_EVENTS, MAX_PATH, problem_with
+from graph_engine.state import MAX_EVENTS, MAX_PATH, parse
 
 
 TRIGGER = "run the random plan"
@@ -147,7 +147,8 @@ class Checked:
         for st_ in (state, getattr(s.agent, "_htn_last_run", None)):
             if st_ is None:
                 continue
-            assert problem_with(st_) == "", problem_with(st_)
+            parsed, problem = parse(st_, self.plan)  # every state the engine writes is one a restore accepts
+            assert problem == "" and parsed == st_ and parsed is not st_, problem
             assert json.loads(json.dumps(st_)) == st_  # JSON-safe, round-trips
             events = st_["events"]
             self.most_events = max(self.most_events, st_["seq"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import traceback
 import uuid
 import zlib
@@ -20,10 +21,12 @@ from .audit import AuditLog, read_lines, runs_dir
 from .catalogue import LibraryCache
 from .history import CallOutput, new_intervention, newest_call_output, reply_before_user_message, user_words
 from .model import Plan
+from .plain import as_text
 from .reading import read_regular
 from .render_graph import picture_setting, run_picture
 from .salute import build_report, write_report
-from .state import DATA_KEY, emit, is_legacy_linear, migrate_legacy, problem_with, problem_with_values, upgrade
+from .state import DATA_KEY, STATUSES, emit, is_legacy_linear, migrate_legacy, upgrade
+from .state import parse as parse_state
 
 CONTEXT_KEY = "htn_active_plan"
 STATE_ATTR = "_htn_state"
@@ -36,6 +39,9 @@ SPOOL_KEY = "graph_engine_audit_spool"  # agent data, saved with the chat: audit
 MAX_SPOOL_LINES = 2_000
 MAX_FULL_OUTPUT = 4 * 1024 * 1024
 MAX_LOGGED_ONCE = 256
+MAX_ITERATION = 10 ** 9
+SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
+ENDED = tuple(x for x in STATUSES if x != "active")
 CARD_ATTR = "_graph_engine_card"  # [run id, log item, what it shows] of the run's card; False: cards are off
 
 
@@ -144,8 +150,8 @@ def _may_start(rt: Runtime, library: Any, loop_data: Any) -> bool:
     messages name no plan: such a pass reads the message's words and the trigger index, nothing else.)"""
     if library is None:
         return False
-    if int(getattr(loop_data, "iteration", 0) or 0) > 0:
-        words = new_intervention(getattr(loop_data, "history_output", None) or [])
+    if _iteration(loop_data) > 0:
+        words = new_intervention(_history(loop_data))
     else:  # the monologue's message, read once for both hooks
         message, seen = getattr(loop_data, "user_message", None), rt.message_words  # one read: agents of
         if seen[0] is not message:  # other chats may replace it meanwhile
@@ -161,7 +167,7 @@ def _companion_handled(agent: Any, loop_data: Any, hook: str) -> bool:
     seen = getattr(agent, COMPANION_ATTR, None)
     if not isinstance(seen, tuple):
         return False  # no companion has handled a pass of this agent
-    iteration = int(getattr(loop_data, "iteration", 0) or 0)
+    iteration = _iteration(loop_data)
     return iteration > 0 and seen == (_monologue_id(loop_data), iteration)
 
 
@@ -170,9 +176,9 @@ def _companion_handled(agent: Any, loop_data: Any, hook: str) -> bool:
 
 def observe(agent: Any, loop_data: Any, hook: str, state: Any = None,
             problems: list[str] | None = None) -> engine.Observation:
-    iteration = int(getattr(loop_data, "iteration", 0) or 0)
+    iteration = _iteration(loop_data)
     monologue = _monologue_id(loop_data)
-    history = getattr(loop_data, "history_output", None) or []
+    history = _history(loop_data)
     output = None
     if not _pass_already_seen(state, f"{monologue}:{iteration}"):  # the other hook judged it this pass
         output = newest_call_output(history) if iteration > 0 else reply_before_user_message(history)
@@ -196,14 +202,27 @@ def observe(agent: Any, loop_data: Any, hook: str, state: Any = None,
     )
 
 
+def _iteration(loop_data: Any) -> int:
+    """The pass number (0 = the monologue's first pass); a value of another type, or past any monologue's
+    length, reads as 0."""
+    value = getattr(loop_data, "iteration", 0)
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_ITERATION else 0
+
+
+def _history(loop_data: Any) -> list:
+    """``history_output`` as a list (Agent-Zero gives one; anything else reads as no history)."""
+    value = getattr(loop_data, "history_output", None)
+    return value if isinstance(value, list) else list(value) if isinstance(value, tuple) else []
+
+
 def _saved_state(agent: Any) -> Any:
     """The state Agent-Zero restored with the chat, when the attribute was lost (restart, chat reload)."""
     try:
         saved = agent.get_data(DATA_KEY)
     except Exception:  # noqa: BLE001 - an agent without data has nothing saved
         return None
-    if isinstance(saved, dict) and saved.get("status", "active") != "active":
-        return None
+    if isinstance(saved, dict) and saved.get("status", "active") in ENDED:
+        return None  # the last run of the chat, ended: kept for the record only
     return saved
 
 
@@ -228,7 +247,7 @@ def _ended_this_pass(state: Any, obs: engine.Observation) -> bool:
 def _pace_at_pass_start(agent: Any, key: tuple[str, int]) -> str:
     """The PACE level as the first hook of this pass read it (the dispatcher may recompute it mid-pass)."""
     seen = getattr(agent, "_graph_engine_pace", None)
-    if isinstance(seen, list) and len(seen) == 2 and seen[0] == key:
+    if isinstance(seen, list) and len(seen) == 2 and seen[0] == key and isinstance(seen[1], str):
         return seen[1]
     level = getattr(agent, PACE_ATTR, "")
     level = level if isinstance(level, str) else ""
@@ -252,7 +271,7 @@ def _monologue_id(loop_data: Any) -> str:
 
 def _global_turn(agent: Any, key: tuple[str, int]) -> int:
     seen = getattr(agent, "_graph_engine_pass", None)
-    if not isinstance(seen, list) or len(seen) != 2:
+    if not isinstance(seen, list) or len(seen) != 2 or not isinstance(seen[1], int):
         seen = [None, 0]
     if seen[0] != key:
         seen = [key, int(seen[1]) + 1]
@@ -303,30 +322,35 @@ def _full_output(out: CallOutput | None) -> CallOutput | None:
 
 
 def _usable_state(rt: Runtime, agent: Any, raw: Any, obs: engine.Observation, source: str) -> dict | None:
+    """The state to run: the one this module wrote last pass as it is, else ``raw`` read into a new value
+    (restored, migrated, set by others), or None (rejected with one warning, or a run that ended)."""
     if raw is None:
         return None
     if is_legacy_linear(raw):
-        return _migrate(rt, agent, raw, obs)
-    problem = "" if raw is getattr(agent, CHECKED_ATTR, None) else _untrusted(rt, raw)
-    if not problem:
-        if raw.get("status", "active") != "active":
-            _clear_state(agent)  # a run that ended in an earlier pass
-            return None
-        return upgrade(raw)
-    _reject(rt, agent, raw, problem, source)
-    return None
+        return _migrate(rt, agent, raw, obs, source)
+    if raw is getattr(agent, CHECKED_ATTR, None):
+        state, problem = raw, ""
+    else:
+        state, problem = _untrusted(rt, raw)
+    if state is None:
+        _reject(rt, agent, raw, problem, source)
+        return None
+    if state.get("status", "active") != "active":
+        _clear_state(agent)  # a run that ended in an earlier pass
+        return None
+    return upgrade(state)
 
 
-def _untrusted(rt: Runtime, raw: Any) -> str:
-    """The full check of a state this module did not write itself (restored, migrated, set by others): its
-    shape, every counter, and every node it names in the plan version it ran."""
-    problem = problem_with(raw)
-    if problem or raw.get("status", "active") != "active":
-        return problem
-    plan = rt.lookup(raw["plan_id"], raw.get("plan_version", ""))
-    if plan is None or (raw.get("plan_version") and plan.version != raw["plan_version"]):
-        return ""  # the plan (version) is gone: the engine ends the run with its own message
-    return problem_with_values(raw, plan)
+def _untrusted(rt: Runtime, raw: Any) -> tuple[dict | None, str]:
+    """A state this module did not write itself, read into a new value: its shape, every counter, and every
+    node it names in the plan version it ran (state.parse); the stored value is left as it was."""
+    state, problem = parse_state(raw)
+    if state is None or state.get("status", "active") != "active":
+        return state, problem
+    plan = rt.lookup(state["plan_id"], state["plan_version"])
+    if plan is None or (state["plan_version"] and plan.version != state["plan_version"]):
+        return state, ""  # the plan (version) is gone: the engine ends the run with its own message
+    return parse_state(state, plan)
 
 
 def _reject(rt: Runtime, agent: Any, raw: Any, problem: str, source: str) -> None:
@@ -340,11 +364,11 @@ def _reject(rt: Runtime, agent: Any, raw: Any, problem: str, source: str) -> Non
     end = {"type": "state_rejected", "turn": 0, "seq": 1, "reason": f"{problem} (in {source})"}
     record = {"status": "rejected", "reason": end["reason"], "run_id": run_id if isinstance(run_id, str) else "",
               "plan_id": plan_id if isinstance(plan_id, str) else "", "events": [end]}
-    if record["run_id"] and isinstance(raw.get("seq"), int) and raw["seq"] >= 0:
-        end["seq"], end["turn"] = raw["seq"] + 1, raw.get("turn", 0) if isinstance(raw.get("turn"), int) else 0
+    seq, turn = (_count(raw.get(k)) if isinstance(raw, dict) else None for k in ("seq", "turn"))
+    if record["run_id"] and seq is not None:  # the run's own log ends with the rejection, in sequence
+        end["seq"], end["turn"] = seq + 1, turn or 0
         version = raw.get("plan_version")
-        _audit(rt, agent, dict(record, plan_version=version if isinstance(version, str) else "",
-                               audit_seq=raw["seq"]))
+        _audit(rt, agent, dict(record, plan_version=version if isinstance(version, str) else "", audit_seq=seq))
     setattr(agent, "_htn_last_run", record)
     if record["run_id"]:  # the run's card says it ended, and why
         name = raw.get("plan_name")
@@ -352,16 +376,25 @@ def _reject(rt: Runtime, agent: Any, raw: Any, problem: str, source: str) -> Non
     _clear_state(agent)
 
 
-def _migrate(rt: Runtime, agent: Any, raw: dict, obs: engine.Observation) -> dict | None:
+def _count(value: Any) -> int | None:
+    """A counter read from a state that was refused: a whole number of 0 up to 2^63, else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2 ** 63 else None
+
+
+def _migrate(rt: Runtime, agent: Any, raw: dict, obs: engine.Observation, source: str) -> dict | None:
     plan = rt.lookup(raw["plan_id"], "")
-    name = raw.get("plan_name", raw["plan_id"])
+    name = raw["plan_name"] if isinstance(raw.get("plan_name"), str) else raw["plan_id"]
     if plan is not None and plan.mode == "linear" and plan.total_steps == raw.get("total_steps", plan.total_steps):
+        state, problem = migrate_legacy(raw, plan, obs.monologue, obs.pass_key, obs.global_turn)
+        if state is None:
+            _reject(rt, agent, raw, f"a previous selector's state: {problem}", source)
+            return None
         _log(agent, "info", f"[HTN] Continued plan '{name}' from the previous selector's state "
-                            f"at step {int(raw.get('current_step', 0)) + 1}")
-        return migrate_legacy(raw, plan, obs.monologue, obs.pass_key, obs.global_turn)
+                            f"at step {state['current_step'] + 1}")
+        return state
     why = "no longer in the library" if plan is None else "now a different plan (graph or other steps)"
     _log(agent, "warning", f"[HTN] Ended plan '{name}' left by the previous selector at step "
-                           f"{int(raw.get('current_step', 0)) + 1}: the plan is {why}; send the request again "
+                           f"{max(0, raw['current_step']) + 1}: the plan is {why}; send the request again "
                            f"to start it under the graph engine")
     setattr(agent, "_htn_state_rejected", raw)
     _clear_state(agent)
@@ -369,10 +402,7 @@ def _migrate(rt: Runtime, agent: Any, raw: dict, obs: engine.Observation) -> dic
 
 
 def _excerpt(value: Any) -> str:
-    try:
-        text = json.dumps(value, default=repr)
-    except (TypeError, ValueError):
-        text = repr(value)
+    text = json.dumps(value[:201]) if isinstance(value, str) else as_text(value, 201)
     return text[:200] + ("..." if len(text) > 200 else "")
 
 
@@ -514,11 +544,14 @@ def _report(rt: Runtime, agent: Any, request: dict) -> None:
     org = getattr(agent, "_org_active", None)
     org = org if isinstance(org, dict) else {}
     level = request.get("pace_level") or getattr(agent, PACE_ATTR, "") or "primary"
+    level = level if isinstance(level, str) else "primary"
     report = build_report(state=request["state"], pace_level=level, role=role, org=org,
                           agent_number=int(getattr(agent, "number", 0) or 0), bst_domain=_bst_domain(agent),
                           now=datetime.now(timezone.utc), status_state=request.get("status_state", ""))
     try:
-        path = write_report(os.path.join(rt.org_dir, "reports"), role.get("role_id", "unknown"), report)
+        role_id = report["unit"]["role_id"]  # a file name: no folder parts
+        path = write_report(os.path.join(rt.org_dir, "reports"), role_id if SAFE_NAME.fullmatch(role_id) else
+                            "unknown", report)
     except OSError as exc:
         _log(agent, "warning", f"[HTN] SALUTE report not written to {rt.org_dir}/reports ({exc}); "
                                "check the folder is writable")
@@ -538,7 +571,7 @@ def _card(rt: Runtime, agent: Any, state: dict, picture: str = "", search: bool 
     run_id = state.get("run_id", "")
     pace = getattr(agent, PACE_ATTR, "")
     signature = (state.get("seq"), state.get("status"), pace if isinstance(pace, str) else "", picture)
-    same_run = isinstance(shown, list) and shown[0] == run_id
+    same_run = isinstance(shown, list) and len(shown) == 3 and shown[0] == run_id
     if same_run and shown[2] == signature and _still_logged(agent, shown[1]):
         return  # nothing changed: nothing to do
     plan = rt.lookup(state.get("plan_id", ""), state.get("plan_version", ""))

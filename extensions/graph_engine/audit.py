@@ -31,6 +31,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterator
 
 from .reading import read_regular
+from .state import clean_event
 
 try:  # optional speed-up; the standard library is enough
     import orjson as _orjson
@@ -262,25 +263,28 @@ def _unlink(path: str) -> None:
 
 
 def read_lines(path: str) -> Iterator[dict[str, Any]]:
-    """The events of one run file; a torn last line (a crash mid-write) is skipped.  Raises ValueError when the
-    path is not a regular file of at most MAX_LOG_BYTES."""
+    """The events of one run file; a torn last line (a crash mid-write) is skipped, and so is a line that is
+    not an event (``[1]``, ``5``, ``null``, a nest too deep to read); fields of the wrong type are left out.
+    Raises ValueError when the path is not a regular file of at most MAX_LOG_BYTES."""
     blob = read_regular(path, MAX_LOG_BYTES, "run log")
     for raw in blob.decode("utf-8", errors="replace").splitlines():
         raw = raw.strip()
         if not raw:
             continue
         try:
-            yield json.loads(raw)
+            event = clean_event(json.loads(raw))
         except (ValueError, RecursionError):
             continue
+        if event is not None:
+            yield event
 
 
 def replay_path(events: list[dict[str, Any]]) -> list[str]:
     """The node sequence a run took, rebuilt from its events alone."""
     path: list[str] = []
     for e in events:
-        if e.get("type") == "plan_activated":
+        if e.get("type") == "plan_activated" and isinstance(e.get("node"), str):
             path = [e["node"]]
-        elif e.get("type") == "edge_followed":
+        elif e.get("type") == "edge_followed" and isinstance(e.get("to"), str):
             path.append(e["to"])
     return path

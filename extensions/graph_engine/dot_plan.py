@@ -13,7 +13,9 @@ validated and kept under ``_attractor``.
 
 from __future__ import annotations
 
+import math
 import re
+from decimal import Decimal
 from typing import Any
 
 from .dot import DotGraph, Duration, Value, parse
@@ -157,10 +159,23 @@ def load_dot_plan(text: str) -> tuple[str, dict[str, Any], list[Diagnostic]]:
 def quote(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (int, float)):
+    if isinstance(value, float):
+        return _decimal(value)
+    if isinstance(value, int):
         return repr(value)
     text = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
     return f'"{text}"'
+
+
+def _decimal(value: float) -> str:
+    """A float as the DOT parser reads it back to the same float: digits and a point, no exponent (1e+16 is
+    written 10000000000000000.0)."""
+    if not math.isfinite(value):
+        raise ValueError(f"the number {value!r} has no DOT spelling")
+    text = repr(value)
+    if "e" in text or "E" in text:
+        text = format(Decimal(text), "f")
+    return text if "." in text else text + ".0"
 
 
 def _attrs(pairs: list[tuple[str, Any]], graphviz: bool = False) -> str:
@@ -208,7 +223,7 @@ def to_dot(plan_id: str, raw: dict[str, Any], highlight: dict[str, Any] | None =
         if ntype == "task":
             pairs.append(("prompt", node.get("action", "")))  # an empty prompt stays empty on re-import
         for key in ("tool", "tool_hint", "description", "reason", "pace_level", "max_retries", "continue_on_fail",
-                    "goal_gate", "retry_target", "fallback_retry_target"):
+                    "goal_gate", "allow_partial", "retry_target", "fallback_retry_target"):
             if key in node:
                 pairs.append((key, node[key]))
         if "default_choice" in node:

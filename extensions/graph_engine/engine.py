@@ -40,7 +40,8 @@ from . import render
 from .history import CallOutput
 from .matching import Match, allowed, best_match, domain_leaves_plan, is_continuation, names_plan
 from .model import Edge, Node, Plan
-from .state import (MAX_CONSUMED, emit, new_state, push_path, record_shown, remember, shown_node)
+from .state import (MAX_CONSUMED, MAX_CONTEXT_KEYS, MAX_GATE_JUMPS, emit, new_state, push_path, record_shown,
+                    remember, shown_node)
 from .routing import accelerator, choice_key, normalise_label, select_edge
 from .verify import Evidence, Verdict, capture, check, judged_text
 
@@ -243,7 +244,6 @@ def _judge(run: Run, obs: Observation, key: str) -> None:
 
 
 STATUS_OF = {"success": "success", "retry": "retry", "exhausted": "fail"}
-MAX_CONTEXT_KEYS = 32
 MAX_CONTEXT_VALUE = 200
 
 
@@ -490,8 +490,6 @@ def _next_branch(run: Run, node: Node) -> Edge | None:
     return edge
 
 
-MAX_GATE_JUMPS = 8
-
 
 def _goal_gates_hold(run: Run, exit_node: Node) -> bool:
     """At an exit: every goal gate the run executed must have passed its last check; else jump to its
@@ -564,6 +562,7 @@ def _linear_verdict(run: Run, node: Node, verdict: Verdict, digest: str) -> None
     elif node.on_fail == "abort":
         s["steps_failed"].append(idx)
         emit(s, "plan_aborted", node=node.id, reason=verdict.reason)
+        s["status"] = "aborted"
         run.fx.log("warning", f"[HTN] Plan aborted: step '{node.name}' failed verification: {verdict.reason}")
         _finish(run, "aborted", f"[ACTIVE PLAN: {s['plan_name']}]\nPlan aborted: step {idx + 1} ({node.name}) "
                                 f"failed verification: {verdict.reason}")

@@ -11,9 +11,13 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from .plain import as_text
+
 COMPRESSED_MARK = "CHARACTERS REMOVED"
 _TOOL_NAME = re.compile(r'"tool_name"\s*:\s*"((?:[^"\\]|\\.)*)"')
 _NOT_FOUND = re.compile(r"^\s*Tool \S+ not found\b")
+MAX_TOOL_NAME = 200
+MAX_WORDS_DEPTH = 8  # a user message is a list of parts at most a few levels deep
 TAIL_SCAN = 8  # items looked at from the end; a call adds at most reply + result + a note or two
 
 
@@ -40,7 +44,7 @@ def _as_tool_result(content: Any) -> dict | None:
     if isinstance(content, str) and content.lstrip().startswith('{"tool_name"'):
         try:
             data = json.loads(content)
-        except ValueError:
+        except (ValueError, RecursionError):
             name = _TOOL_NAME.search(content)
             return {"tool_name": name.group(1) if name else "", "tool_result": content}
         return data if isinstance(data, dict) and "tool_result" in data else None
@@ -65,10 +69,10 @@ def newest_call_output(history: Sequence[Any]) -> CallOutput | None:
 
 
 def _call_output(reply: str, result: dict) -> CallOutput:
-    text = result.get("tool_result", "")
-    text = text if isinstance(text, str) else json.dumps(text, default=str)
-    tool = str(result.get("tool_name", ""))
-    return CallOutput(reply, tool, text, COMPRESSED_MARK in text, str(result.get("file", "") or ""),
+    text = as_text(result.get("tool_result", ""))  # another extension may leave any value here
+    tool = as_text(result.get("tool_name", ""), MAX_TOOL_NAME)
+    file = result.get("file")
+    return CallOutput(reply, tool, text, COMPRESSED_MARK in text, file if isinstance(file, str) else "",
                       _NOT_FOUND.match(text) is not None)
 
 
@@ -115,8 +119,8 @@ def new_intervention(history: Sequence[Any]) -> str:
 def _response_text(reply: str) -> str:
     try:
         data = json.loads(reply)
-        return str(data.get("tool_args", {}).get("text", ""))
-    except (ValueError, AttributeError):
+        return as_text(data.get("tool_args", {}).get("text", ""))
+    except (ValueError, AttributeError, RecursionError):
         return reply
 
 
@@ -124,35 +128,29 @@ def user_words(user_message: Any) -> str:
     """The user's own words from ``loop_data.user_message`` (a Message with ``.output()``, or plain data)."""
     if user_message is None:
         return ""
-    data = user_message
-    output = getattr(user_message, "output", None)
-    if callable(output):
-        try:
-            data = output()
-        except Exception:  # noqa: BLE001 - a broken message object means "no words"
-            return ""
-    return _words(data)
+    try:  # a foreign object: its output() or any attribute may raise
+        output = getattr(user_message, "output", None)
+        return _words(output() if callable(output) else user_message)
+    except Exception:  # noqa: BLE001 - a broken message object means "no words"
+        return ""
 
 
-def _words(data: Any) -> str:
+def _words(data: Any, depth: int = 0) -> str:
     if isinstance(data, str):
         return data
+    if depth >= MAX_WORDS_DEPTH:
+        return ""  # deeper than any message Agent-Zero builds (or a value that holds itself)
     if isinstance(data, list):
-        return " ".join(w for w in (_words(x) for x in data) if w)
+        return " ".join(w for w in (_words(x, depth + 1) for x in data) if w)
     if isinstance(data, dict):
         if "content" in data:
-            return _words(data["content"])
+            return _words(data["content"], depth + 1)
         for key in ("user_message", "user_intervention", "message"):
             if isinstance(data.get(key), str):
                 return data[key]
     content = getattr(data, "content", None)
-    return _words(content) if content is not None else ""
+    return _words(content, depth + 1) if content is not None else ""
 
 
 def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    try:
-        return json.dumps(content, default=str)
-    except (TypeError, ValueError):
-        return str(content)
+    return as_text(content)

@@ -36,11 +36,11 @@ def trace_counts(events: list[dict[str, Any]]) -> dict[str, Any]:
     edges: dict[tuple[str, str, str], int] = {}
     final, ended = "", False
     for e in events:
-        if e.get("type") == "node_entered":  # a run enters its start node once, right after plan_activated
-            nodes[e["node"]] = nodes.get(e["node"], 0) + 1
+        if e.get("type") == "node_entered" and isinstance(e.get("node"), str):  # a run enters its start node
+            nodes[e["node"]] = nodes.get(e["node"], 0) + 1  # once, right after plan_activated
             final = e["node"]
-        elif e.get("type") == "edge_followed":
-            key = (e["from"], e["to"], e.get("condition", "always"))
+        elif e.get("type") == "edge_followed" and isinstance(e.get("from"), str) and isinstance(e.get("to"), str):
+            key = (e["from"], e["to"], str(e.get("condition", "always")))
             edges[key] = edges.get(key, 0) + 1
         elif e.get("type") in ENDINGS and isinstance(e.get("node"), str):
             final, ended = e["node"], True

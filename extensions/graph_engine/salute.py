@@ -45,11 +45,11 @@ def build_report(*, state: dict[str, Any], pace_level: str, role: dict[str, Any]
         },
         "location": {"working_directory": "", "files_modified": [], "files_read": [], "resources_claimed": []},
         "unit": {
-            "role_id": role.get("role_id", "unknown"),
-            "role_name": role.get("role_name", ""),
+            "role_id": _text(role, "role_id") or "unknown",
+            "role_name": _text(role, "role_name"),
             "agent_number": agent_number,
-            "reports_to": (role.get("chain_of_command") or {}).get("reports_to", ""),
-            "organization": org.get("org_id", ""),
+            "reports_to": _text(role.get("chain_of_command"), "reports_to"),
+            "organization": _text(org, "org_id"),
         },
         "time": {
             "timestamp": now.isoformat(),
@@ -65,6 +65,12 @@ def build_report(*, state: dict[str, Any], pace_level: str, role: dict[str, Any]
             "memory_fragments_stored": 0,
         },
     }
+
+
+def _text(data: Any, key: str) -> str:
+    """A text field of the org kernel's role or org file; anything else there reads as ""."""
+    value = data.get(key) if isinstance(data, dict) else None
+    return value if isinstance(value, str) else ""
 
 
 def write_report(reports_dir: str, role_id: str, report: dict[str, Any], now: datetime | None = None) -> str:

@@ -9,9 +9,10 @@ is the engine's own.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, Callable, Iterable, Iterator
 
 from .model import Plan
+from .plain import NotPlain, as_text, copy_plain
 
 SCHEMA = "graph_engine.state/2"
 OLDER_SCHEMAS = ("graph_engine.state/1",)
@@ -134,51 +135,146 @@ def shown_node(state: dict[str, Any], pass_key: str) -> str | None:
     return None
 
 
-# ── checking and migrating a state found on the agent ───────────────────────
+# ── parsing a state found on the agent ──────────────────────────────────────
+# A state this process did not write itself (restored with the chat, or left on the agent by another layer) is
+# read into a NEW value, every field checked against the plan version it names; the stored value is never
+# changed.  The first problem found is the answer, naming the field.  To add a field: one row in SHAPES (its
+# type; OPTIONAL when older states may lack it), and a rule in _value_rules or, when its value depends on the
+# plan, in _plan_rules.  A field SHAPES does not name is carried over as plain JSON (bounded by copy_plain).
 
-# field -> accepted types: the whole shape, so a damaged state is refused instead of failing later
-FIELDS: dict[str, tuple[type, ...]] = {
-    "plan_id": (str,), "plan_name": (str,), "plan_version": (str,), "mode": (str,), "domain": (str,),
-    "current_step": (int,), "total_steps": (int,), "steps_completed": (list,), "steps_failed": (list,),
-    "turns_since_progress": (int,), "stale_after_turns": (int,), "max_turns": (int,), "current_node": (str,),
-    "visited": (dict,), "path": (list,), "path_len": (int,), "total_nodes": (int,), "completed_nodes": (int,),
-    "started_turn": (int,), "turn": (int,), "turns_since_transition": (int,), "events": (list,), "seq": (int,),
-    "last_outcome": (str,), "last_failure": (str,), "route_note": (str,), "stalled": (str,), "last_pass": (str,),
-    "message_monologue": (str,), "shown": (list,), "consumed": (list,),
+Shape = tuple[str, Callable[[Any], bool]]  # (what the value must be, the test)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _texts(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _scalar(v: Any) -> bool:
+    return v is None or isinstance(v, (str, int, float, bool))
+
+
+TEXT: Shape = ("a str", lambda v: isinstance(v, str))
+INT: Shape = ("an int", _is_int)
+LIST: Shape = ("a list", lambda v: isinstance(v, list))
+DICT: Shape = ("a dict", lambda v: isinstance(v, dict))
+TEXTS: Shape = ("a list of text", _texts)
+STEP_IDS: Shape = ("a list of step ids", lambda v: isinstance(v, list) and all(isinstance(x, str) or _is_int(x)
+                                                                             for x in v))
+
+OUTCOME_KEYS = {"status": TEXT, "preferred_label": TEXT, "suggested_next_ids": TEXTS}
+ESCALATION_KEYS = {"node": TEXT, "reason": TEXT, "pace_level": TEXT, "turn": INT}
+
+
+def _keys_of(kinds: dict[str, Shape]) -> Callable[[Any], bool]:
+    """A dict whose keys are among ``kinds``, each value of its shape."""
+    return lambda v: isinstance(v, dict) and all(k in kinds and kinds[k][1](x) for k, x in v.items())
+
+
+SHAPES: dict[str, Shape] = {
+    "plan_id": TEXT, "plan_name": TEXT, "plan_version": TEXT, "mode": TEXT, "domain": TEXT,
+    "current_step": INT, "total_steps": INT, "steps_completed": STEP_IDS, "steps_failed": STEP_IDS,
+    "turns_since_progress": INT, "stale_after_turns": INT, "max_turns": INT, "current_node": TEXT,
+    "visited": DICT, "path": TEXTS, "path_len": INT, "total_nodes": INT, "completed_nodes": INT,
+    "started_turn": INT, "turn": INT, "turns_since_transition": INT, "events": LIST, "seq": INT,
+    "last_outcome": TEXT, "last_failure": TEXT, "route_note": TEXT, "stalled": TEXT, "last_pass": TEXT,
+    "message_monologue": TEXT, "shown": ("a list of [pass, node] pairs", lambda v: isinstance(v, list) and all(
+        isinstance(x, list) and len(x) == 2 and all(isinstance(y, str) for y in x) for x in v)),
+    "consumed": TEXTS,
+    # schema 2
+    "run_id": TEXT, "status": TEXT, "notice": TEXT, "notice_turn": INT, "checkpoint": TEXT,
+    "escalation": ("a dict of node, reason, pace_level and turn, or null",
+                   lambda v: v is None or _keys_of(ESCALATION_KEYS)(v)),
+    "audit_seq": INT,
+    # added within schema 2: optional
+    "context": ("a dict of names and JSON values", lambda v: isinstance(v, dict) and all(_scalar(x)
+                                                                                       for x in v.values())),
+    "outcome": ("a dict of status, preferred_label and suggested_next_ids", _keys_of(OUTCOME_KEYS)),
+    "provisional": ("a dict of key and started, or null", lambda v: v is None or (
+        isinstance(v, dict) and set(v) == {"key", "started"} and isinstance(v["key"], str)
+        and isinstance(v["started"], bool))),
+    "parallel": ("a list of {node, pending, failed} frames", lambda v: isinstance(v, list) and all(
+        isinstance(f, dict) and set(f) == {"node", "pending", "failed"} and isinstance(f["node"], str)
+        and _texts(f["pending"]) and _texts(f["failed"]) for f in v)),
+    "gate_jumps": ("a dict of node ids and counts", lambda v: isinstance(v, dict) and all(
+        _is_int(x) for x in v.values())),
+    "held": ("a bool", lambda v: isinstance(v, bool)),
+    "picture": TEXT,
 }
-FIELDS_V2: dict[str, tuple[type, ...]] = {
-    "run_id": (str,), "status": (str,), "notice": (str,), "notice_turn": (int,), "checkpoint": (str,),
-    "escalation": (dict, type(None)), "audit_seq": (int,),
-}
+SCHEMA_2_ONLY = ("run_id", "status", "notice", "notice_turn", "checkpoint", "escalation", "audit_seq")
+OPTIONAL = ("context", "outcome", "provisional", "parallel", "gate_jumps", "held", "picture")
 STATUSES = ("active", "escalated", "completed", "expired", "ended", "aborted", "withdrawn")
+NODE_OUTCOMES = ("pending", "success", "fail", "skipped", "partial_success")
+LAST_OUTCOMES = ("", "success", "retry", "exhausted")
+ROUTED = ("success", "partial_success", "retry", "fail", "skipped")
+MAX_CONTEXT_KEYS = 32
+MAX_GATE_JUMPS = 8
+
+# event field -> its shape ("type", "seq" and "turn" are checked apart); fields not listed are plain JSON
+EVENT_FIELDS: dict[str, Shape] = {
+    **{k: TEXT for k in ("node", "from", "to", "at", "branch", "retry_target", "reason", "outcome", "tool",
+                         "condition", "evidence_sha256", "answer", "choice", "by", "plan", "version", "source",
+                         "name", "pace_level")},
+    **{k: INT for k in ("attempt", "of", "turn_saved", "completed", "path_len")},
+    **{k: TEXTS for k in ("branches", "failed", "triggers")},
+    "captured": ("a dict of names and text", lambda v: isinstance(v, dict) and all(isinstance(x, str)
+                                                                                 for x in v.values())),
+}
+EVENT_NODES = ("node", "from", "to", "at", "branch", "retry_target")  # the ids a plan must have
+
+
+def clean_event(event: Any) -> dict[str, Any] | None:
+    """An event read from a file (an audit log line, a saved state) for a reader that only looks: None when it
+    is not an event (not an object, no text type), else the event without its fields of the wrong type."""
+    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+        return None
+    return {k: v for k, v in event.items() if k not in EVENT_FIELDS or EVENT_FIELDS[k][1](v)}
+
+
+def parse(raw: Any, plan: Plan | None = None) -> tuple[dict[str, Any] | None, str]:
+    """``raw`` read into a new state the engine can trust, or (None, why).  ``plan``: the plan version the
+    state names, when it is known (without it only the shape and the plan-free rules are checked)."""
+    try:
+        state = copy_plain(raw)
+    except NotPlain as exc:
+        return None, f"field '{exc.where}' {exc.problem}" if exc.where else exc.problem
+    problem = problem_with(state) or problem_with_values(state, plan)
+    return (None, problem) if problem else (state, "")
 
 
 def problem_with(state: Any) -> str:
-    """Why a value cannot be used as a current state, or "" when it can."""
+    """Why a value does not have the shape of a state, or "" when it has."""
     if not isinstance(state, dict):
         return f"expected a dict, found {type(state).__name__}"
     schema = state.get("schema")
     if schema not in (SCHEMA, *OLDER_SCHEMAS):
-        return f"unknown state schema {schema!r} (this version reads {SCHEMA})"
-    fields = FIELDS if schema != SCHEMA else {**FIELDS, **FIELDS_V2}
-    for key, kinds in fields.items():
-        value = state.get(key)
-        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-            return f"field '{key}' is missing or not a {kinds[0].__name__}"
-    if schema == SCHEMA and state["status"] not in STATUSES:
-        return f"field 'status' is {state['status']!r}, not one of {', '.join(STATUSES)}"
+        return f"unknown state schema {_short(schema)} (this version reads {SCHEMA})"
+    for key, (kind, test) in SHAPES.items():
+        if key not in state and (key in OPTIONAL or (key in SCHEMA_2_ONLY and schema != SCHEMA)):
+            continue
+        if not test(state.get(key)):
+            return f"field '{key}' is missing or not {kind}"
     for nid, entry in state["visited"].items():
-        if not isinstance(entry, dict) or not all(isinstance(entry.get(k), int) and not isinstance(entry.get(k), bool)
-                                                  for k in ("attempts", "failures")):
+        if not (isinstance(entry, dict) and all(_is_int(entry.get(k)) for k in ("attempts", "failures"))
+                and entry.get("outcome", "pending") in NODE_OUTCOMES
+                and isinstance(entry.get("completed", False), bool)):
             return f"field 'visited' entry {nid!r} is not {{outcome, attempts, failures}}"
-    if not all(isinstance(e, dict) and isinstance(e.get("type"), str) and isinstance(e.get("seq"), int)
-               for e in state["events"]):
-        return "field 'events' holds an entry without a type and a seq"
-    if not all(isinstance(x, list) and len(x) == 2 and all(isinstance(y, str) for y in x) for x in state["shown"]):
-        return "field 'shown' is not a list of [pass, node] pairs"
-    if not all(isinstance(x, str) for x in state["path"] + state["consumed"]):
-        return "field 'path' or 'consumed' holds something other than text"
-    return problem_with_values(state)
+    return _problem_with_events(state["events"])
+
+
+def _problem_with_events(events: list) -> str:
+    for i, e in enumerate(events):
+        if not (isinstance(e, dict) and isinstance(e.get("type"), str) and _is_int(e.get("seq"))
+                and _is_int(e.get("turn", 0))):
+            return f"field 'events[{i}]' is not an event with a type, a seq and a turn"
+        for key, value in e.items():
+            kind = EVENT_FIELDS.get(key)
+            if kind is not None and not kind[1](value):
+                return f"field 'events[{i}].{key}' is {_short(value)}, not {kind[0]}"
+    return ""
 
 
 COUNTERS = ("current_step", "total_steps", "turns_since_progress", "stale_after_turns", "max_turns", "path_len",
@@ -192,42 +288,159 @@ def problem_with_values(state: dict[str, Any], plan: Any = None) -> str:
     for key in COUNTERS:
         if state.get(key, 0) < 0:
             return f"field '{key}' is {state[key]}, below zero"
-    if state["current_step"] > state["total_steps"]:
-        return f"field 'current_step' is {state['current_step']}, past total_steps {state['total_steps']}"
-    if state.get("audit_seq", 0) > state["seq"]:
-        return f"field 'audit_seq' is {state['audit_seq']}, past seq {state['seq']}"
-    for nid, entry in state["visited"].items():
-        for key in ("attempts", "failures"):
-            if entry[key] < 0:
-                return f"field 'visited.{nid}.{key}' is {entry[key]}, below zero"
-        if entry["failures"] > entry["attempts"] or entry["attempts"] > state["turn"] + 1:
-            return (f"field 'visited.{nid}' counts {entry['attempts']} attempt(s) and {entry['failures']} failure(s) "
-                    f"in {state['turn']} turn(s)")
-    seqs = [e["seq"] for e in state["events"]]
-    if seqs != sorted(set(seqs)) or (seqs and seqs[-1] > state["seq"]):
-        return "field 'events' is out of order or past seq"
-    if plan is None:
-        return ""
+    problem = _first(_value_rules(state))
+    if problem or plan is None:
+        return problem
     return _problem_with_plan(state, plan)
 
 
+def _first(problems: Iterable[str]) -> str:
+    return next((p for p in problems if p), "")
+
+
+def _value_rules(s: dict[str, Any]) -> Iterator[str]:
+    """The rules that need no plan, one problem (or "") each, in the order they are checked."""
+    if s.get("status", "active") not in STATUSES:
+        yield f"field 'status' is {_short(s['status'])}, not one of {', '.join(STATUSES)}"
+    if s["current_step"] > s["total_steps"]:
+        yield f"field 'current_step' is {s['current_step']}, past total_steps {s['total_steps']}"
+    for key in ("steps_completed", "steps_failed"):
+        if len(s[key]) > s["total_steps"] or len(set(s[key])) != len(s[key]):
+            yield f"field '{key}' lists {len(s[key])} step(s), {len(set(s[key]))} different, of {s['total_steps']}"
+    if s["completed_nodes"] > s["total_nodes"]:
+        yield f"field 'completed_nodes' is {s['completed_nodes']}, past total_nodes {s['total_nodes']}"
+    if s.get("audit_seq", 0) > s["seq"]:
+        yield f"field 'audit_seq' is {s['audit_seq']}, past seq {s['seq']}"
+    if s["last_outcome"] not in LAST_OUTCOMES:
+        yield f"field 'last_outcome' is {_short(s['last_outcome'])}, not one of {', '.join(map(repr, LAST_OUTCOMES))}"
+    if s.get("outcome", {}).get("status", "success") not in ROUTED:
+        yield f"field 'outcome.status' is {_short(s['outcome']['status'])}, not one of {', '.join(ROUTED)}"
+    if len(s.get("context", {})) > MAX_CONTEXT_KEYS:
+        yield f"field 'context' holds {len(s['context'])} names, over the limit of {MAX_CONTEXT_KEYS}"
+    for nid, jumps in s.get("gate_jumps", {}).items():
+        if not 0 <= jumps <= MAX_GATE_JUMPS:
+            yield f"field 'gate_jumps.{nid}' is {jumps}, not between 0 and {MAX_GATE_JUMPS}"
+    for key, limit in (("events", MAX_EVENTS), ("path", MAX_PATH), ("shown", MAX_SHOWN), ("consumed", MAX_CONSUMED)):
+        if len(s[key]) > limit:
+            yield f"field '{key}' holds {len(s[key])} entries, over the limit of {limit}"
+    if s["path_len"] < len(s["path"]):
+        yield f"field 'path_len' is {s['path_len']}, shorter than the path's {len(s['path'])} nodes"
+    if s["turns_since_transition"] > s["turn"]:
+        yield f"field 'turns_since_transition' is {s['turns_since_transition']}, past turn {s['turn']}"
+    if s.get("notice_turn", 0) > s["turn"] + 1:
+        yield f"field 'notice_turn' is {s['notice_turn']}, past the next turn {s['turn'] + 1}"
+    yield from _visited_rules(s)
+    yield from _event_rules(s)
+
+
+def _visited_rules(s: dict[str, Any]) -> Iterator[str]:
+    for nid, entry in s["visited"].items():
+        for key in ("attempts", "failures"):
+            if entry[key] < 0:
+                yield f"field 'visited.{nid}.{key}' is {entry[key]}, below zero"
+        if entry["failures"] > entry["attempts"] or entry["attempts"] > s["turn"] + 1:
+            yield (f"field 'visited.{nid}' counts {entry['attempts']} attempt(s) and {entry['failures']} failure(s) "
+                   f"in {s['turn']} turn(s)")
+
+
+def _event_rules(s: dict[str, Any]) -> Iterator[str]:
+    seqs = [e["seq"] for e in s["events"]]
+    if seqs != sorted(set(seqs)) or (seqs and (seqs[-1] > s["seq"] or seqs[0] < 1)):
+        yield "field 'events' is out of order or past seq"
+    late = [e["turn"] for e in s["events"] if not 0 <= e.get("turn", 0) <= s["turn"]]
+    if late:
+        yield f"field 'events' holds an event of turn {late[0]}, outside turns 0 to {s['turn']}"
+
+
 def _problem_with_plan(state: dict[str, Any], plan: Any) -> str:
+    return _first(_plan_rules(state, plan))
+
+
+def _plan_rules(s: dict[str, Any], plan: Any) -> Iterator[str]:
     nodes = plan.nodes
-    for key, ids in (("current_node", [state["current_node"]]), ("visited", list(state["visited"])),
-                     ("path", state["path"]), ("shown", [n for _, n in state["shown"]])):
+    if s["mode"] != plan.mode:
+        yield f"field 'mode' is {_short(s['mode'])}, plan '{plan.id}' is a {plan.mode} plan"
+    named = (("current_node", [s["current_node"]]), ("visited", list(s["visited"])), ("path", s["path"]),
+             ("shown", [n for _, n in s["shown"]]), ("checkpoint", [s["checkpoint"]] if s.get("checkpoint") else []),
+             ("gate_jumps", list(s.get("gate_jumps", {}))),
+             ("escalation", [s["escalation"]["node"]] if s.get("escalation") and "node" in s["escalation"] else []),
+             ("parallel", [n for f in s.get("parallel", []) for n in [f["node"], *f["pending"], *f["failed"]]]),
+             ("events", [e[k] for e in s["events"] for k in EVENT_NODES if k in e and e[k]]))
+    for key, ids in named:
         missing = [n for n in ids if n not in nodes]
         if missing:
-            return f"field '{key}' names node '{missing[0]}', which plan '{plan.id}' does not have"
-    if state["total_steps"] != plan.total_steps:
-        return f"field 'total_steps' is {state['total_steps']}, plan '{plan.id}' has {plan.total_steps}"
-    for nid, entry in state["visited"].items():
+            yield f"field '{key}' names node {_short(missing[0])}, which plan '{plan.id}' does not have"
+    yield _rest_problem(s, plan)
+    yield _steps_problem(s, plan)
+    if s["total_nodes"] != len(plan.task_ids):
+        yield f"field 'total_nodes' is {s['total_nodes']}, plan '{plan.id}' has {len(plan.task_ids)} task nodes"
+    for key in ("stale_after_turns", "max_turns"):
+        if s[key] > getattr(plan, key):
+            yield f"field '{key}' is {s[key]}, past the plan's ceiling of {getattr(plan, key)}"
+    stale = s["stale_after_turns"] or plan.stale_after_turns
+    counter = "turns_since_progress" if plan.mode == "linear" else "turns_since_transition"
+    if s.get("status", "active") == "active" and s[counter] > stale:
+        yield f"field '{counter}' is {s[counter]}, past the {stale} turns after which the run expires"
+    for nid, entry in s["visited"].items():
         node = nodes[nid]
         if node.type == "task" and entry["failures"] > node.max_retries + 1 and not _loops_back(plan, nid):
-            return (f"field 'visited.{nid}.failures' is {entry['failures']}, past the {node.max_retries + 1} "
-                    "attempt(s) the step has")
-    if state["turn"] > state.get("max_turns", plan.max_turns) + 1:
-        return f"field 'turn' is {state['turn']}, past the run's ceiling of {state.get('max_turns', plan.max_turns)}"
+            yield (f"field 'visited.{nid}.failures' is {entry['failures']}, past the {node.max_retries + 1} "
+                   "attempt(s) the step has")
+    yield from _kind_rules(s, plan)
+    ceiling = s["max_turns"] or plan.max_turns
+    if s["turn"] > ceiling + 1:
+        yield f"field 'turn' is {s['turn']}, past the run's ceiling of {ceiling}"
+
+
+def _rest_problem(s: dict[str, Any], plan: Any) -> str:
+    """An active run rests on a task or a human gate; on a pass-through node only when it stalled there."""
+    node = plan.nodes[s["current_node"]]
+    if s.get("status", "active") != "active" or node.type in ("task", "human"):
+        return ""
+    if s["stalled"] and node.type in ("start", "decision", "checkpoint", "parallel", "fan_in"):
+        return ""
+    return (f"field 'current_node' is '{node.id}', {_a(node.type)} node, where a run does not rest "
+            f"(a run waits at a task or a human gate)")
+
+
+def _steps_problem(s: dict[str, Any], plan: Any) -> str:
+    """Steps are the success path's task ids (graph) or step numbers (linear), each within the plan."""
+    if s["total_steps"] != plan.total_steps:
+        return f"field 'total_steps' is {s['total_steps']}, plan '{plan.id}' has {plan.total_steps}"
+    for key in ("steps_completed", "steps_failed"):
+        for item in s[key]:
+            ok = (0 <= item < plan.total_steps if _is_int(item) else False) if plan.mode == "linear" else \
+                (item in plan.success_index if key == "steps_completed" else item in plan.nodes)
+            if not ok:
+                return f"field '{key}' holds {_short(item)}, not a step of plan '{plan.id}'"
+    if plan.mode == "graph" and s["current_step"] != len(s["steps_completed"]):
+        return (f"field 'current_step' is {s['current_step']}, but {len(s['steps_completed'])} step(s) are "
+                "completed")
     return ""
+
+
+def _kind_rules(s: dict[str, Any], plan: Any) -> Iterator[str]:
+    """Nodes named for a purpose are nodes of that kind."""
+    kinds = (("checkpoint", [s["checkpoint"]] if s.get("checkpoint") else [], "checkpoint"),
+             ("parallel", [f["node"] for f in s.get("parallel", [])], "parallel"))
+    for key, ids, kind in kinds:
+        for nid in ids:
+            if plan.nodes[nid].type != kind:
+                yield f"field '{key}' names '{nid}', {_a(plan.nodes[nid].type)} node, not {_a(kind)} node"
+    for nid in s.get("gate_jumps", {}):
+        if not plan.nodes[nid].goal_gate:
+            yield f"field 'gate_jumps' names '{nid}', which is not a goal gate"
+    if len(s.get("parallel", [])) > len(plan.nodes):
+        yield f"field 'parallel' holds {len(s['parallel'])} frames, more than the plan has nodes"
+
+
+def _a(word: str) -> str:
+    return ("an " if word[:1] in "aeiou" else "a ") + word
+
+
+def _short(value: Any) -> str:
+    text = as_text(value) if not isinstance(value, str) else repr(value)
+    return text[:80] + ("..." if len(text) > 80 else "")
 
 
 def _loops_back(plan: Any, node_id: str) -> bool:
@@ -246,18 +459,26 @@ def _loops_back(plan: Any, node_id: str) -> bool:
 def is_legacy_linear(state: Any) -> bool:
     """A state the previous linear selector left: plan_id + current_step, no schema."""
     return (isinstance(state, dict) and "schema" not in state and isinstance(state.get("plan_id"), str)
-            and isinstance(state.get("current_step"), int))
+            and _is_int(state.get("current_step")))
 
 
-def migrate_legacy(old: dict[str, Any], plan: Plan, monologue: str, pass_key: str, global_turn: int) -> dict:
-    """Carry a previous-selector state into this engine; only for a linear plan with the same steps."""
+def migrate_legacy(old: dict[str, Any], plan: Plan, monologue: str, pass_key: str,
+                   global_turn: int) -> tuple[dict[str, Any] | None, str]:
+    """Carry a previous-selector state into this engine (a linear plan with the same steps) as a new state, or
+    (None, why).  Missing or null lists and counters read as empty; a value of another type is refused."""
     state = new_state(plan, monologue, pass_key, global_turn)
-    step = max(0, min(int(old.get("current_step", 0)), plan.total_steps - 1))
+    step = max(0, min(old["current_step"], plan.total_steps - 1))
     state["current_step"] = step
     state["current_node"] = f"step_{step + 1}"
-    state["steps_completed"] = [i for i in old.get("steps_completed", []) if isinstance(i, int)]
-    state["steps_failed"] = [i for i in old.get("steps_failed", []) if isinstance(i, int)]
-    state["turns_since_progress"] = int(old.get("turns_since_progress", 0) or 0)
+    for key in ("steps_completed", "steps_failed"):
+        items = old.get(key)
+        if items is not None and not (isinstance(items, list) and all(_is_int(i) for i in items)):
+            return None, f"field '{key}' is {_short(items)}, not a list of step numbers"
+        state[key] = sorted({i for i in items or () if 0 <= i < plan.total_steps})
+    turns = old.get("turns_since_progress")
+    if turns is not None and not (_is_int(turns) and turns >= 0):
+        return None, f"field 'turns_since_progress' is {_short(turns)}, not a count of turns"
+    state["turns_since_progress"] = turns or 0
     state["completed_nodes"] = len(state["steps_completed"])
     emit(state, "state_migrated", node=state["current_node"], source="linear selector")
-    return state
+    return state, ""

@@ -8,6 +8,7 @@ malformed file, an unknown plan, node or status, a wrong option), said in one li
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import shutil
@@ -20,7 +21,7 @@ from ..lint import Diagnostic
 from ..schema import jsonschema_available
 from . import standin as a0
 from . import triggers as trig
-from .inputs import (FINDING, CliError, answers_arg, expect_arg, json_arg, json_file, load_library, node_of, one_of,
+from .inputs import (FINDING, INPUT, CliError, answers_arg, expect_arg, json_arg, json_file, load_library, node_of, one_of,
                      outcome_arg, outcomes_arg, pick_plan, read_text, run_log, transcript_arg)
 
 FORMATS = ("dot", "mermaid", "svg", "png")
@@ -74,7 +75,13 @@ def _per_file(paths: Sequence[str], err: TextIO | None = None) -> tuple[dict[str
 
 
 def validate(paths: Sequence[str], as_json: bool, out: TextIO, err: TextIO) -> int:
-    per_file, unreadable = _per_file(paths, err)
+    said = io.StringIO()
+    per_file, unreadable = _per_file(paths, said)
+    if unreadable == len(paths):  # nothing to report but the refusal: one line (one error object with --json)
+        first, *more = said.getvalue().splitlines()
+        raise CliError(first.split(": ", 1)[1] + (f" (and {len(more)} more file(s) that cannot be read)"
+                                                  if more else ""))
+    err.write(said.getvalue())
     found = [d for findings in per_file.values() for d in findings]
     errors = [d for d in found if d.severity == "error"]
     if as_json:
@@ -129,7 +136,7 @@ def prompts_cmd(path: str, plan_id: str | None, out: TextIO, as_json: bool = Fal
     ``as_json``: ``{"plans": {id: [{"title", "text"}]}}``."""
     from .prompts import document, sections
 
-    plans = list(load_library(path).plans.values()) if plan_id is None else [pick_plan(path, plan_id).plan]
+    plans = _loaded_plans(path) if plan_id is None else [pick_plan(path, plan_id).plan]
     if as_json:
         out.write(json.dumps({"plans": {p.id: [{"title": sec.title, "text": sec.text} for sec in sections(p)]
                                         for p in plans}}, indent=2) + "\n")
@@ -137,6 +144,16 @@ def prompts_cmd(path: str, plan_id: str | None, out: TextIO, as_json: bool = Fal
     for plan in plans:
         out.write(document(plan) + "\n")
     return 0
+
+
+def _loaded_plans(path: str) -> list:
+    """The plans of a library that load; none is an input that cannot be used (it is said, not printed empty)."""
+    lib = load_library(path)
+    if not lib.plans:
+        errors = [d for d in lib.diagnostics if d.severity == "error"]
+        first = f": {errors[0].text()}" if errors else ""
+        raise CliError(f"{path}: no plan loads ({len(errors)} error(s){first}); run graph-engine validate {path}")
+    return list(lib.plans.values())
 
 
 def explain_run(path: str, library: str, as_json: bool, out: TextIO) -> int:
@@ -171,10 +188,8 @@ def inspect_dot(path: str, as_json: bool, out: TextIO) -> int:
     try:
         graph = parse(text)
     except DotSyntaxError as exc:
-        if as_json:
-            out.write(json.dumps({"ok": False, "error": {"message": exc.message, "line": exc.line,
-                                                         "col": exc.col}}) + "\n")
-        raise CliError(f"{path}:{exc.line}:{exc.col}: {exc.message}") from None
+        raise CliError(f"{path}:{exc.line}:{exc.col}: {exc.message}",
+                       details={"message": exc.message, "line": exc.line, "col": exc.col}) from None
     found = [d for d in validate_files([path]) if d.rule != "check_time"]
     shown = view(graph)
     rules, _ = stylesheet_rules(graph)
@@ -223,7 +238,11 @@ def export_plan(path: str, plan_id: str | None, fmt: str, trace: str | None, out
     elif render:  # a picture for people: every condition on its arrow, a run's path highlighted
         text = picture(source.plan_id, source.raw, highlight)
     else:  # the plan as DOT that re-imports to the same plan
-        text = to_dot(source.plan_id, source.raw)
+        try:
+            text = to_dot(source.plan_id, source.raw)
+        except ValueError as exc:
+            raise CliError(f"{exc}; DOT cannot hold it, export the plan as --format mermaid or keep it in JSON") \
+                from None
     if fmt in ("svg", "png"):
         if as_json and fmt == "png" and not output:
             raise CliError("--json with --format png needs --output FILE (a PNG is not text)")
@@ -342,8 +361,17 @@ def _simulation_text(result: dict[str, Any], problem: str, out: TextIO) -> None:
 # ── the command line ────────────────────────────────────────────────────────
 
 
+class UsageError(Exception):
+    """A command line argparse cannot read (an unknown verb or option, a missing or excluded argument)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # type: ignore[override]  # one line from main, not usage + message
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="graph-engine", description=__doc__.splitlines()[0],
+    p = _Parser(prog="graph-engine", description=__doc__.splitlines()[0],
                                 epilog="exit codes: 0 done, 1 a finding, 2 an input that cannot be used")
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -430,16 +458,37 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)  # usage errors: argparse prints them and exits 2
+    """Run one verb.  Whatever the input, no traceback: a problem is one line on stderr (and, with --json, one
+    JSON object ``{"ok": false, "error": {"message": ...}}`` on stdout) and exit code 2."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in argv
+    try:
+        args = parser().parse_args(argv)
+    except UsageError as exc:
+        verb = next((a for a in argv if a in VERBS), "")
+        return _refuse(verb, str(exc), INPUT, as_json)
     try:
         return run(args, sys.stdout, sys.stderr)
     except CliError as exc:
-        sys.stderr.write(f"graph-engine {args.command}: {exc}\n")
-        return exc.code
+        return _refuse(args.command, str(exc), exc.code, as_json, exc.details)
     except BrokenPipeError:  # output piped into head and the like: stop quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except Exception as exc:  # noqa: BLE001 - the last guard: a defect is one line too, never a traceback
+        return _refuse(args.command, f"internal error ({type(exc).__name__}: {exc}); nothing was written; please "
+                                     "report it with the command line", INPUT, as_json)
+
+
+VERBS = ("demo", "validate", "triggers", "prompts", "explain", "inspect", "export", "render", "select", "simulate")
+
+
+def _refuse(verb: str, message: str, code: int, as_json: bool, details: dict[str, Any] | None = None) -> int:
+    message = " ".join(message.split())[:2000]  # one line
+    if as_json:
+        sys.stdout.write(json.dumps({"ok": False, "error": {"message": message, **(details or {})}}) + "\n")
+    sys.stderr.write(f"graph-engine{' ' + verb if verb else ''}: {message}\n")
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from ..model import Plan
+from ..state import clean_event
 from ..routing import select_edge
 
 
@@ -22,15 +23,17 @@ def load_events(path: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
 
         events = list(read_lines(path))
         head = events[0] if events else {}
-        return events, {"plan": head.get("plan", ""), "version": head.get("version", ""), "run": head.get("run", "")}
+        return events, {key: head[key] if isinstance(head.get(key), str) else "" for key in ("plan", "version",
+                                                                                            "run")}
     with open(path, encoding="utf-8") as fh:
         state = json.load(fh)
     if isinstance(state, dict) and isinstance(state.get("graph_engine_state"), dict):
         state = state["graph_engine_state"]  # an agent's saved data
     if not isinstance(state, dict) or not isinstance(state.get("events"), list):
         raise ValueError(f"{path}: neither an audit log (.jsonl) nor a workflow state with 'events'")
-    return state["events"], {"plan": state.get("plan_id", ""), "version": state.get("plan_version", ""),
-                             "run": state.get("run_id", "")}
+    events = [e for e in map(clean_event, state["events"]) if e is not None]
+    facts = {"plan": state.get("plan_id"), "version": state.get("plan_version"), "run": state.get("run_id")}
+    return events, {key: value if isinstance(value, str) else "" for key, value in facts.items()}
 
 
 def explain(plan: Plan | None, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -77,7 +80,7 @@ def _answer_step(plan: Plan | None, e: dict[str, Any], taken: dict[str, str] | N
 
 def _next_edge(later: list[dict[str, Any]], node: str) -> dict[str, str] | None:
     for x in later:
-        if x.get("type") == "edge_followed" and x.get("from") == node:
+        if x.get("type") == "edge_followed" and x.get("from") == node and "to" in x:
             return {"from": x["from"], "to": x["to"], "condition": x.get("condition", "")}
         if x.get("type") in ("node_verified", "decision_routed", "human_answered"):
             return None

@@ -27,9 +27,12 @@ STATUSES = ("success", "partial_success", "retry", "fail", "skipped")
 
 
 class CliError(Exception):
-    def __init__(self, message: str, code: int = INPUT) -> None:
+    """``details``: fields the --json error object carries besides the message (a position: line, col)."""
+
+    def __init__(self, message: str, code: int = INPUT, details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.code = code
+        self.details = details or {}
 
 
 def closest(name: str, choices: Iterable[str]) -> str:
@@ -67,13 +70,16 @@ def json_file(path: str, what: str) -> Any:
         return json.loads(text)
     except ValueError as exc:
         raise CliError(f"{path}: not valid JSON ({exc}); fix the syntax") from None
+    except RecursionError:
+        raise CliError(f"{path}: the JSON nests too deep to read; flatten it") from None
 
 
 def json_arg(text: str, option: str, example: str) -> Any:
     try:
         return json.loads(text)
-    except ValueError as exc:
-        raise CliError(f"{option} is not valid JSON ({exc}); for example {option} '{example}'") from None
+    except (ValueError, RecursionError) as exc:
+        why = exc if isinstance(exc, ValueError) else "it nests too deep"
+        raise CliError(f"{option} is not valid JSON ({why}); for example {option} '{example}'") from None
 
 
 def load_library(path: str) -> Library:
@@ -171,7 +177,7 @@ def outcome_arg(text: str) -> dict[str, Any]:
     example = '{"status": "fail", "preferred_label": "Fix"}'
     try:
         data: Any = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         if text.strip().lower() not in STATUSES:
             raise CliError(f"--outcome is not valid JSON; for example --outcome '{example}'") from None
         data = text.strip()
@@ -238,7 +244,7 @@ def transcript_arg(path: str) -> list[dict[str, Any]]:
             continue
         try:
             item = json.loads(line)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise CliError(f"{path}:{n}: not valid JSON ({exc})") from None
         if not isinstance(item, dict) or not {"user", "tool", "response", "warning"} & set(item):
             raise CliError(f"{path}:{n}: a transcript line is one of {{\"user\": ...}}, {{\"tool\": ..., \"code\": "
