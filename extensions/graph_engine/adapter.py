@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import traceback
 import uuid
 import zlib
@@ -15,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import card, engine, render
+from . import card, control, engine, render
 from .audit import AuditLog, read_lines, runs_dir
 from .catalogue import LibraryCache
 from .history import CallOutput, new_intervention, newest_call_output, reply_before_user_message, user_words
@@ -35,6 +36,7 @@ SPOOL_KEY = "graph_engine_audit_spool"  # agent data, saved with the chat: audit
 MAX_SPOOL_LINES = 2_000
 MAX_FULL_OUTPUT = 4 * 1024 * 1024
 MAX_LOGGED_ONCE = 256
+CONTROL_ATTR = "_graph_engine_control"  # the message (observation's message_id) last taken as a user's control
 CARD_ATTR = "_graph_engine_card"  # [run id, log item, what it shows] of the run's card; False: cards are off
 
 
@@ -133,6 +135,8 @@ def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
         state = _resume(rt, agent, state)
     plans = library if library is not None else ()  # a catalogue: matched through its trigger index
     new_state, fx = engine.step(plans, rt.lookup, state, obs)
+    if fx.control:  # decided once: the other hook of this pass leaves the message alone
+        setattr(agent, CONTROL_ATTR, obs.message_id)
     _apply(rt, agent, loop_data, new_state, fx)
     if hook == engine.PROMPTS_AFTER:
         setattr(agent, COMPANION_ATTR, (obs.monologue, obs.iteration))
@@ -150,7 +154,7 @@ def _may_start(rt: Runtime, library: Any, loop_data: Any) -> bool:
         if seen[0] is not message:  # other chats may replace it meanwhile
             seen = rt.message_words = (message, user_words(message))
         words = seen[1]
-    return bool(words) and library.may_start(words)
+    return bool(words) and (library.may_start(words) or control.parse(words) is not None)
 
 
 def _companion_handled(agent: Any, loop_data: Any, hook: str) -> bool:
@@ -192,7 +196,14 @@ def observe(agent: Any, loop_data: Any, hook: str, state: Any = None,
         output=_full_output(output),
         global_turn=_global_turn(agent, (monologue, iteration)),
         pace_level=_pace_at_pass_start(agent, (monologue, iteration)),
+        control_seen=_text_attr(agent, CONTROL_ATTR) if words else "",
+        now=time.time(),
     )
+
+
+def _text_attr(agent: Any, name: str) -> str:
+    value = getattr(agent, name, "")
+    return value if isinstance(value, str) else ""
 
 
 def _saved_state(agent: Any) -> Any:

@@ -66,7 +66,43 @@ def new_state(plan: Plan, monologue: str, pass_key: str, global_turn: int) -> di
         "context": {},
         "outcome": {},
         "provisional": None,  # {"key", "started"}: decided from trigger phrases alone, the selector confirms
+        **control_fields(),
     }
+
+
+# ── the fields the user's controls keep (see control.py and engine's "the user's controls") ─────────────
+
+
+def control_fields() -> dict[str, Any]:
+    """A new run's values of the fields the user's controls and timed human gates keep."""
+    return {
+        "paused": False,  # "pause the workflow": no step shown, nothing judged, no turn counted
+        "steps_skipped": [],  # steps the user skipped (node ids; step indexes in a linear plan), not done
+        "attempts_restored": [],  # steps whose attempts "retry this step" gave back (once each)
+        "gate": None,  # the human gate waiting now: {"node", "path_len", "turn", "at" (seconds since the epoch)}
+    }
+
+
+def problem_with_controls(state: dict[str, Any]) -> str:
+    """Why the control fields of a state cannot be trusted, or "".  A state saved before they existed has
+    none of them: each missing one reads as its new-run value."""
+    paused = state.get("paused", False)
+    if not isinstance(paused, bool):
+        return "field 'paused' is not true or false"
+    for key in ("steps_skipped", "attempts_restored"):
+        value = state.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(x, (str, int)) and not isinstance(x, bool)
+                                                  for x in value):
+            return f"field '{key}' is not a list of step ids"
+    gate = state.get("gate")
+    if gate is None:
+        return ""
+    if not isinstance(gate, dict) or not isinstance(gate.get("node"), str) or \
+            not all(isinstance(gate.get(k), int) and not isinstance(gate.get(k), bool) and gate[k] >= 0
+                    for k in ("path_len", "turn")) or \
+            not isinstance(gate.get("at"), (int, float)) or isinstance(gate.get("at"), bool):
+        return "field 'gate' is not {node, path_len, turn, at}"
+    return ""
 
 
 def upgrade(state: dict[str, Any]) -> dict[str, Any]:
@@ -150,7 +186,7 @@ FIELDS_V2: dict[str, tuple[type, ...]] = {
     "run_id": (str,), "status": (str,), "notice": (str,), "notice_turn": (int,), "checkpoint": (str,),
     "escalation": (dict, type(None)), "audit_seq": (int,),
 }
-STATUSES = ("active", "escalated", "completed", "expired", "ended", "aborted", "withdrawn")
+STATUSES = ("active", "escalated", "completed", "expired", "ended", "aborted", "withdrawn", "stopped")
 
 
 def problem_with(state: Any) -> str:
@@ -178,7 +214,7 @@ def problem_with(state: Any) -> str:
         return "field 'shown' is not a list of [pass, node] pairs"
     if not all(isinstance(x, str) for x in state["path"] + state["consumed"]):
         return "field 'path' or 'consumed' holds something other than text"
-    return problem_with_values(state)
+    return problem_with_controls(state) or problem_with_values(state)
 
 
 COUNTERS = ("current_step", "total_steps", "turns_since_progress", "stale_after_turns", "max_turns", "path_len",
@@ -218,6 +254,9 @@ def _problem_with_plan(state: dict[str, Any], plan: Any) -> str:
         missing = [n for n in ids if n not in nodes]
         if missing:
             return f"field '{key}' names node '{missing[0]}', which plan '{plan.id}' does not have"
+    gate = state.get("gate")
+    if isinstance(gate, dict) and gate.get("node") not in nodes:
+        return f"field 'gate' names node '{gate.get('node')}', which plan '{plan.id}' does not have"
     if state["total_steps"] != plan.total_steps:
         return f"field 'total_steps' is {state['total_steps']}, plan '{plan.id}' has {plan.total_steps}"
     for nid, entry in state["visited"].items():
