@@ -813,7 +813,7 @@ def _steer(plans: Iterable[Plan], run: Run | None, obs: Observation, fx: Effects
 def _answer(run: Run | None, fx: Effects, text: str) -> None:
     """What the model reads about a control: above the current step, or alone when no run goes on."""
     if run is None or run.fx.ended:
-        fx.context = text if fx.context is None else fx.context + "\n\n" + text
+        fx.context = text if fx.context is None else text + "\n\n" + fx.context
     else:
         fx.notice = text if not fx.notice else fx.notice + "\n\n" + text
 
@@ -863,7 +863,8 @@ def _skip(run: Run, ctl: control.Control) -> bool:
             return True
         _said(run, ctl)
         take_option(run, node, edge, ctl.said, "skipped by the user")
-        _answer(run, run.fx, render.skipped_note(node.name, f"its default option '{edge.label or edge.dst}' was taken"))
+        _answer(run, run.fx, render.control_line(f"Skipped by the user: the question '{node.name}' took its default "
+                                                 f"option '{edge.label or edge.dst}'."))
         return True
     key: str | int = s["current_step"] if run.plan.mode == "linear" else node.id
     if key not in s.setdefault("steps_skipped", []):
