@@ -197,8 +197,13 @@ def observe(agent: Any, loop_data: Any, hook: str, state: Any = None,
         global_turn=_global_turn(agent, (monologue, iteration)),
         pace_level=_pace_at_pass_start(agent, (monologue, iteration)),
         control_seen=_text_attr(agent, CONTROL_ATTR) if words else "",
-        now=time.time(),
+        now=now(),
     )
+
+
+def now() -> float:
+    """Seconds since the epoch: the clock human gates with a timeout are measured by."""
+    return time.time()
 
 
 def _text_attr(agent: Any, name: str) -> str:
