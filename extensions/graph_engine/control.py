@@ -173,8 +173,19 @@ def names(target: str, candidates: Iterable[tuple[str, str]], exact_only: bool =
     return found
 
 
+ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
+            "eighth": 8, "ninth": 9, "tenth": 10}
+_NUMBERED = re.compile(r"(?:step\s)?(?:number\s)?(\d{1,4})|(" + "|".join(ORDINALS) + r"|last)(?:\sstep)?")
+
+
 def find_steps(plan, target: str) -> list[str]:
-    """The steps (task nodes and human gates) of a plan that ``target`` names, main steps first."""
+    """The steps (task nodes and human gates) of a plan that ``target`` names, main steps first: by name or
+    id, or by number on the main path ("step 2", "the first step", "the last step")."""
+    numbered = _NUMBERED.fullmatch(target)
+    path = plan.success_path
+    if numbered:
+        n = int(numbered.group(1)) if numbered.group(1) else ORDINALS.get(numbered.group(2), len(path))
+        return [path[n - 1]] if 1 <= n <= len(path) else []
     nodes = [n for n in plan.nodes.values() if n.type in ("task", "human")]
     order = plan.success_index
     nodes.sort(key=lambda n: (order.get(n.id, len(order)), n.id))

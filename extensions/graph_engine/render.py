@@ -108,6 +108,7 @@ def step_details(node: Node) -> list[str]:
 def linear_context(plan: Plan, state: dict[str, Any]) -> str:
     total = state["total_steps"]
     done, failed = set(state["steps_completed"]), set(state["steps_failed"])
+    skipped = set(state.get("steps_skipped") or ())
     lines = [f"[ACTIVE PLAN: {state['plan_name']}] step {min(state['current_step'] + 1, total)} of {total} "
              f"({progress(state)})"]
     for i, nid in enumerate(plan.success_path):
@@ -117,6 +118,8 @@ def linear_context(plan: Plan, state: dict[str, Any]) -> str:
             lines.append(f"{label} [DONE]")
         elif i in failed:
             lines.append(f"{label} [FAILED]")
+        elif i in skipped and i != state["current_step"]:
+            lines.append(f"{label} [SKIPPED]")
         elif i == state["current_step"]:
             lines.append(f"{label} << CURRENT")
             lines.extend("  " + line for line in step_details(node))
