@@ -63,3 +63,30 @@ def test_bug_fix_completes(a0_tree):
     assert types(events)[-1] == "plan_completed"
     assert (p / "calc.py").read_text() == FIXED  # the real terminal ran the fix
     assert a0_tree.state(run.chat_id) is None  # nothing left active in the saved chat
+
+
+def fail_fix(p: Path) -> str:
+    return terminal(f"sed -i 's|no such text||' {p}/calc.py && false; echo \"[exit:$?]\"", "Try a fix")
+
+
+def test_restart_during_a_call_judges_each_result_once_and_resumes(a0_tree):
+    """Stopped during an LLM call, loaded again in a new process and nudged (the web UI's Nudge): the result
+    judged before the stop is not judged again, and the next call says the run resumed and shows its step."""
+    p = project(a0_tree)
+    first = a0_tree.run([BUG_REPORT.format(p=p)], [run_tests(p, "Reproduce"), isolate(p), fail_fix(p), "HANG"])
+    assert first.hung and len(first.calls) == 4
+    assert "Current step: Implement the fix (attempt 2 of 3)" in first.last_user[3]
+    before = verdicts(a0_tree.audit(first.chat_id), "fix")
+    assert before == ["fail"]
+    second = a0_tree.run([{"load": first.chat_id}, {"nudge": True}],
+                         [fix(p), run_tests(p), run_tests(p, "Regressions"), respond("Fixed.")])
+    assert second.overrun == 0
+    resumed = second.last_user[0]
+    assert "[WORKFLOW RESUMED" in resumed and "PAUSED" not in resumed
+    assert "Current step: Implement the fix (attempt 2 of 3)" in resumed
+    events = a0_tree.audit(first.chat_id)
+    fix_checks = [e for e in events if e.get("type") == "node_verified" and e.get("node") == "fix"]
+    assert [e["outcome"] for e in fix_checks] == ["fail", "success"]
+    assert len({e.get("evidence_sha256") for e in fix_checks}) == 2
+    assert types(events)[-1] == "plan_completed"
+    assert (p / "calc.py").read_text() == FIXED
