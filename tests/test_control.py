@@ -403,3 +403,15 @@ def test_no_control_raises_on_any_state():
         s.state["current_node"] = "decide" if case["control"] != "list" else "test"  # a pass-through node
         say(s, case["message"])
         assert not s.log.texts("error"), case
+
+
+def test_a_gate_s_clock_does_not_run_while_the_run_is_paused(monkeypatch, tmp_path):
+    s = at_timed_gate(monkeypatch, tmp_path, default="A", ask=QUESTION, timeout_turns=2)
+    say(s, "pause the workflow", IDLE)
+    for _ in range(5):
+        s.run_pass(IDLE)
+    record = say(s, "resume the workflow", IDLE)
+    assert events(s, "human_timed_out") == [] and "Question for the user" in told(record)
+    s.run_pass(IDLE)
+    s.run_pass(IDLE)
+    assert events(s, "human_timed_out")[-1]["waited"] == "2 turns" and s.state["current_node"] == "ship"

@@ -49,6 +49,7 @@ class Runtime:
         self.a0_root = a0_root
         self.logged_once: set[str] = set()
         self.message_words: tuple[Any, str] = (None, "")  # the last user message object read and its words
+        self.control_words: tuple[Any, bool] = (None, False)  # the last words read as a control, or not
         self.audit = AuditLog(runs_dir(a0_root))
 
     @property
@@ -157,7 +158,15 @@ def _may_start(rt: Runtime, library: Any, loop_data: Any) -> bool:
         if seen[0] is not message:  # other chats may replace it meanwhile
             seen = rt.message_words = (message, user_words(message))
         words = seen[1]
-    return bool(words) and (library.may_start(words) or control.parse(words) is not None)
+    return bool(words) and (library.may_start(words) or _is_control(rt, words))
+
+
+def _is_control(rt: Runtime, words: str) -> bool:
+    """Whether the words are one of the user's controls; read once for both hooks of a pass."""
+    seen = rt.control_words
+    if seen[0] is not words:
+        seen = rt.control_words = (words, control.parse(words) is not None)
+    return seen[1]
 
 
 def _companion_handled(agent: Any, loop_data: Any, hook: str) -> bool:

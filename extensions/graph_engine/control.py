@@ -70,7 +70,7 @@ _FORMS: list[tuple[str, str]] = [
     ("stop", rf"(?:stop|cancel|abort|quit|end)(?:\s(?:{_OBJ}|it))?"),
     ("stop", rf"(?:stop|quit)\s(?:following|running|using|doing)\s{_OBJ}"),
     ("stop", rf"(?:terminate|halt|kill|exit|abandon|drop|forget|leave)\s{_OBJ}"),
-    ("stop", rf"(?:get out of|break out of|no more)\s{_OBJ}|{_OBJ}\s(?:off|stop)"),
+    ("stop", rf"(?:get out of|break out of|no more)\s{_OBJ}"),
     ("pause", rf"(?:pause|suspend|freeze|hold)(?:\s(?:{_OBJ}|it))?|put\s(?:{_OBJ}|it)\son hold"),
     ("resume", rf"(?:resume|unpause|unfreeze)(?:\s(?:{_OBJ}|it))?|(?:continue|restart)\s{_OBJ}\safter the pause"),
     ("resume", rf"(?:continue|carry on with|go on with|pick up)\s{_OBJ}\s?(?:again)?"),
@@ -109,9 +109,37 @@ _NOT_A_TARGET = frozenset(("", "start", "beginning", "scratch", "top", "work", "
 _LOOSE_START = 17  # index in _FORMS of the start form without "workflow": accepted only for a plan's exact name
 
 
+# The word a control's form starts with, after the politeness words: a message whose first other word is not
+# one of these is no control, found in a few set lookups (most messages are requests: they cost this, not the
+# forms).  A prefilter only: a message it lets through is then matched against every form.
+_FIRST = frozenset((
+    "stop cancel abort quit end terminate halt kill exit abandon drop forget leave get break no pause suspend "
+    "freeze hold put resume unpause unfreeze continue restart carry go pick skip retry redo repeat try give reset "
+    "restore rerun re start begin run jump move step head back return previous use launch follow switch apply "
+    "activate execute kick load list show display print tell what which workflows available workflow plan "
+    "status what's whats where how progress").split())
+_POLITE = frozenset(("ok okay so hey hi please pls now then just alright right well actually and but kindly can "
+                     "could would will you i want to i'd id like let's lets let us ahead the").split())
+_PUNCTUATION = ".,!?;:'\"()[]-’"
+
+
+def _may_be_control(message: str) -> bool:
+    rest = message[:48].lower()  # a control's politeness words fit in its first 48 characters
+    while True:  # word by word: most messages are decided by their first word
+        parts = rest.split(None, 1)
+        if not parts:
+            return False
+        word = parts[0].strip(_PUNCTUATION)
+        if word and word not in _POLITE:
+            return word in _FIRST
+        if len(parts) == 1:
+            return False
+        rest = parts[1]
+
+
 def parse(message: str) -> Control | None:
     """The control a message is, or None (most messages)."""
-    if not message or len(message) > MAX_CONTROL_CHARS:
+    if not message or len(message) > MAX_CONTROL_CHARS or not _may_be_control(message):
         return None
     text = words(message)
     if not text:
