@@ -374,12 +374,30 @@ def test_an_answer_in_time_wins(monkeypatch, tmp_path):
     assert events(s, "human_answered")[-1]["by"] == "answer" and s.state["current_node"] == "ship"
 
 
+GATE_DOT = """digraph release {
+  start [shape=Mdiamond]
+  ask [shape=hexagon, label="Ship?", timeout="15m", human.default_choice="A", human.timeout_turns=6]
+  ship [shape=box, prompt="Ship", tool_hint="make ship"]
+  done [shape=Msquare]
+  start -> ask
+  ask -> ship [label="[A] Approve"]
+  ask -> done [label="[N] Not now"]
+  ship -> done
+}"""
+
+
 def test_a_gate_timeout_is_read_from_dot_and_from_json():
-    from graph_engine.model import compile_plan
+    from graph_engine.dot_plan import load_dot_plan, to_dot
+    from graph_engine.model import PlanError, compile_plan
     plan = compile_plan("r", timed_gate_plan("A", timeout=90, timeout_turns=4))
     assert plan.nodes["ask"].timeout == 90.0 and plan.nodes["ask"].timeout_turns == 4
-    with pytest.raises(Exception):
+    with pytest.raises(PlanError):
         compile_plan("r", timed_gate_plan("A", timeout="soon"))
+    pid, raw, _ = load_dot_plan(GATE_DOT)
+    gate = compile_plan(pid, raw).nodes["ask"]
+    assert (gate.timeout, gate.timeout_turns, gate.default_choice) == (900.0, 6, "A")
+    again = compile_plan(pid, load_dot_plan(to_dot(pid, raw))[1]).nodes["ask"]  # exported and read back
+    assert (again.timeout, again.timeout_turns) == (900.0, 6)
 
 
 # ── the saved state ─────────────────────────────────────────────────────────

@@ -10,13 +10,18 @@ def said(events: list[dict], etype: str) -> list[str]:
     return [e.get("said", "") for e in events if e.get("type") == etype]
 
 
-def test_stop_the_workflow_ends_the_run_in_the_call_that_answers_it(a0_tree):
-    p = project(a0_tree)
-    run = a0_tree.run([BUG_REPORT.format(p=p), "stop the workflow"],
-                      [run_tests(p, "Reproduce"), respond("Reproduced; isolating the cause next."),
-                       respond("The workflow is stopped.")])
+def said_at_isolate(tree, message: str, answer: str):
+    """A bug fix run whose first monologue ends at 'Isolate the root cause'; then the user says `message`."""
+    p = project(tree)
+    run = tree.run([BUG_REPORT.format(p=p), message],
+                   [run_tests(p, "Reproduce"), respond("Reproduced; isolating the cause next."), respond(answer)])
     assert run.overrun == 0 and len(run.calls) == 3
     assert "Current step: Isolate the root cause" in run.last_user[1]
+    return run
+
+
+def test_stop_the_workflow_ends_the_run_in_the_call_that_answers_it(a0_tree):
+    run = said_at_isolate(a0_tree, "stop the workflow", "The workflow is stopped.")
     answer = run.last_user[2]
     assert "[WORKFLOW STOPPED by the user: Bug Fix Workflow]" in answer
     assert "Stopped at: Isolate the root cause (1 of 5 steps done)" in answer and "Current step" not in answer
@@ -45,11 +50,7 @@ def test_go_back_to_the_reproduce_step_shows_that_step_as_current(a0_tree):
 
 
 def test_skip_this_step_moves_on(a0_tree):
-    p = project(a0_tree)
-    run = a0_tree.run([BUG_REPORT.format(p=p), "skip this step"],
-                      [run_tests(p, "Reproduce"), respond("Reproduced; isolating the cause next."),
-                       respond("Skipped; fixing next.")])
-    assert run.overrun == 0 and len(run.calls) == 3
+    run = said_at_isolate(a0_tree, "skip this step", "Skipped; fixing next.")
     answer = run.last_user[2]
     assert "Skipped by the user: 'Isolate the root cause' is marked skipped, not done" in answer
     assert "Current step: Implement the fix" in answer and "Isolate the root cause [SKIPPED]" in answer

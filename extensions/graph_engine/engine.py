@@ -795,7 +795,6 @@ def _check_limits(run: Run) -> None:
 CONTROL_EVENTS = {"stop": "plan_stopped", "pause": "plan_paused", "resume": "plan_resumed", "skip": "step_skipped",
                   "back": "jumped_back", "retry": "attempts_restored", "restart": "plan_restarted",
                   "list": "workflows_listed", "status": "status_shown"}
-MAX_LISTED_PLANS = 40
 
 
 def _steer(plans: Iterable[Plan], run: Run | None, obs: Observation, fx: Effects) -> tuple[bool, Run | None]:
