@@ -5,6 +5,7 @@ that answers it shows the result, the card and the audit log follow, and no cont
 import json
 
 import pytest
+from hypothesis import given, strategies as st
 from test_routing import review_plan
 from scenario import BUG_MESSAGE, IDLE, crash, events, exit_ok, use_library, verdicts
 
@@ -110,8 +111,10 @@ def test_stop_ends_the_run_in_the_call_that_answers_it_with_no_pace_change():
     assert last["status"] == "stopped" and last["events"][-1]["type"] == "plan_stopped"
     assert last["events"][-1]["said"] == "stop the workflow"
     assert s.agent._org_pace_level == "primary"
-    card = [i for i in s.log.logs if i.heading.startswith("Workflow: Bug Fix Workflow")][-1]
-    assert card.heading.endswith(": stopped") and 'stopped by the user, who said "stop the workflow"' in card.content
+    cards = [i for i in s.log.logs if i.heading.startswith("Workflow: Bug Fix Workflow")]
+    assert len(cards) == 1  # the run's one card, updated in place
+    assert cards[0].heading.endswith(": stopped")
+    assert 'stopped by the user, who said "stop the workflow"' in cards[0].content
     assert not s.log.texts("error")
 
 
@@ -433,3 +436,21 @@ def test_a_gate_s_clock_does_not_run_while_the_run_is_paused(monkeypatch, tmp_pa
     s.run_pass(IDLE)
     s.run_pass(IDLE)
     assert events(s, "human_timed_out")[-1]["waited"] == "2 turns" and s.state["current_node"] == "ship"
+
+
+# ── any text ────────────────────────────────────────────────────────────────
+
+CONTROL_WORDS = sorted({w for c in GOLDEN["controls"] for w in control.words(c["message"]).split()})
+
+
+@given(st.lists(st.sampled_from(CONTROL_WORDS) | st.text(max_size=12), max_size=30))
+def test_any_words_parse_to_a_control_or_none_and_never_raise(parts):
+    ctl = control.parse(" ".join(parts))
+    assert ctl is None or ctl.kind in control.KINDS
+
+
+@given(st.sampled_from(GOLDEN["controls"]), st.sampled_from(["in utils.py", "and then deploy it", "when the queue is empty",
+                                                             "so that the tests pass"]))
+def test_a_control_inside_a_larger_request_is_none(case, tail):
+    ctl = control.parse(f"{case['message'].rstrip('.!?')} {tail}")
+    assert ctl is None or (ctl.kind in ("back", "start") and not ctl.explicit)  # then it must name a step or plan

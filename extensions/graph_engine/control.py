@@ -102,11 +102,9 @@ _FORMS: list[tuple[str, str]] = [
                rf"how far (?:are we|along are we)(?:\sin\s{_OBJ})?|what(?:'s| is) the current step|progress"),
 ]
 _COMPILED = [(kind, re.compile(f"{_LEAD}(?:{pattern}){_TAIL}")) for kind, pattern in _FORMS]
-_EXPLICIT = {"back": re.compile(r"\b(?:step|stage)\b"), "start": re.compile(rf"\b{_WFS}\b")}
 _DEICTIC = frozenset(("this", "that", "it", "this step", "that step", "current step", "the current step", "one"))
 _NOT_A_TARGET = frozenset(("", "start", "beginning", "scratch", "top", "work", "it", "normal", "sleep", "bed",
                            "office", "main", "me", "you"))
-_LOOSE_START = 17  # index in _FORMS of the start form without "workflow": accepted only for a plan's exact name
 
 
 # The word a control's form starts with, after the politeness words: a message whose first other word is not
@@ -144,7 +142,7 @@ def parse(message: str) -> Control | None:
     text = words(message)
     if not text:
         return None
-    for i, (kind, rx) in enumerate(_COMPILED):
+    for kind, rx in _COMPILED:
         m = rx.fullmatch(text)
         if m is None:
             continue
@@ -156,11 +154,19 @@ def parse(message: str) -> Control | None:
                 return Control("restart", message.strip()[:200])
             if target in _NOT_A_TARGET:
                 continue
-        said = message.strip()[:200]
-        rx_named = _EXPLICIT.get(kind)
-        explicit = i != _LOOSE_START and (rx_named is None or bool(rx_named.search(text)))
-        return Control(kind, said, target, explicit)
+        return Control(kind, message.strip()[:200], target, _explicit(kind, m))
     return None
+
+
+def _explicit(kind: str, m: re.Match[str]) -> bool:
+    """The words around the target say what it is: "the <name> workflow", "the <name> step", "step 2"."""
+    raw = m.groupdict().get("t")
+    if raw is None:
+        return True
+    if kind == "back":
+        parts = raw.split()
+        return parts[-1] in ("step", "stage") or re.fullmatch(r"step\s(?:number\s)?\d{1,4}", raw) is not None
+    return m.string[m.end("t"):].split()[:1] in (["workflow"], ["plan"])
 
 
 def _target(raw: str) -> str:
