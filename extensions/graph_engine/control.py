@@ -10,8 +10,10 @@ Rules (documented in the README's "Steering a run", pinned by ``fixtures/control
   variants people type ("cancel the workflow", "abort", "back to the fix", "use the git workflow").
 * A control that names something (a step to go back to, a plan to start) carries the words as ``target``;
   the engine resolves them against the plan or the library (``find_steps``, ``find_plans``).  When they
-  name nothing, a message that said "step" / "workflow" is still a control (answered: no such step); one
-  that did not is an ordinary message ("go back to the office").
+  name nothing, a message that said what they are ("go back to the moon step", "start the teleport
+  workflow", "go back to step 9") is still a control, answered with what exists; one that did not is an
+  ordinary message ("go back to the office", "run the tests"), and a plan is then started only by its exact
+  name ("start the Dependency Update").
 
 Pure: no Agent-Zero, no I/O.
 """
