@@ -46,7 +46,8 @@ class Control:
     kind: str  # one of KINDS
     said: str  # the user's words, as written (trimmed)
     target: str = ""  # the step or plan the message names (normalised words), for "back" and "start"
-    explicit: bool = True  # the message said "step" or "workflow": a control even when the target is unknown
+    explicit: bool = True  # the target was said as one ("the fix step", "the git workflow"): a control even
+    # when it names nothing; else the message is a control only when the target names a step or a plan
 
 
 def words(text: str) -> str:
@@ -105,8 +106,7 @@ _FORMS: list[tuple[str, str]] = [
 ]
 _COMPILED = [(kind, re.compile(f"{_LEAD}(?:{pattern}){_TAIL}")) for kind, pattern in _FORMS]
 _DEICTIC = frozenset(("this", "that", "it", "this step", "that step", "current step", "the current step", "one"))
-_NOT_A_TARGET = frozenset(("", "start", "beginning", "scratch", "top", "work", "it", "normal", "sleep", "bed",
-                           "office", "main", "me", "you"))
+_NOT_A_TARGET = frozenset(("", "me", "you", "next", "next one", "following"))  # "go to the next step": a go-on
 
 
 # The word a control's form starts with, after the politeness words: a message whose first other word is not

@@ -88,7 +88,7 @@ class Effects:
     context: str | None = None
     pace_level: str | None = None
     report: dict[str, Any] | None = None
-    ended: str = ""  # "completed" | "escalated" | "expired" | "aborted" | "ended" | "withdrawn" | ""
+    ended: str = ""  # "completed" | "escalated" | "expired" | "aborted" | "ended" | "withdrawn" | "stopped" | ""
     notice: str = ""  # why an earlier run ended, shown above a newly started run's context
     final_state: dict[str, Any] | None = None  # the state of a run that ended in this call
     control: str = ""  # the user's control decided in this call (control.KINDS), "" for none
