@@ -34,6 +34,9 @@ EXTRA = {"human_gate__release_approval": EXTRA_PLANS["release_approval"],
              str(FIXTURES / "legacy_linear_htn_plan_library.json")).plans["git_feature_branch"]}
 ALL = {**SHIPPED, **EXTRA}
 SECTIONS = {name: prompts.sections(plan) for name, plan in ALL.items()}
+CONTROLLED = ("bugfix_workflow", "human_gate__release_approval")  # the texts of the user's controls, pinned
+CONTROL_SECTIONS = {name: list(prompts.control_sections(ALL[name], list(SHIPPED.values()))) for name in CONTROLLED}
+PROOFREAD = {**SECTIONS, **{f"controls/{name}": sections for name, sections in CONTROL_SECTIONS.items()}}
 
 STEP_BUDGET = 1_500  # characters of one step's context (about 400 tokens)
 CALL_BUDGET = 2_000  # characters of everything one call receives (a notice above a new run's first step)
@@ -50,6 +53,32 @@ def golden(snapshot):
 @pytest.mark.parametrize("name", sorted(ALL))
 def test_texts_match_the_golden_file(name, golden):
     assert prompts.document(ALL[name]) == golden
+
+
+ControlFile = text_files(FIXTURES / "prompts" / "controls", lambda name: name[name.index("[") + 1:name.rindex("]")])
+
+
+@pytest.fixture
+def control_golden(snapshot):
+    return snapshot.use_extension(ControlFile)
+
+
+@pytest.mark.parametrize("name", CONTROLLED)
+def test_control_texts_match_the_golden_file(name, control_golden):
+    assert prompts.control_document(ALL[name], list(SHIPPED.values())) == control_golden
+
+
+def test_every_control_has_its_text_and_each_says_what_happened():
+    for name, sections in CONTROL_SECTIONS.items():
+        texts = {s.title.split(":")[0]: s.text for s in sections}
+        assert texts["stop"].startswith("[WORKFLOW STOPPED by the user: ")
+        assert texts["pause"].startswith("[WORKFLOW PAUSED by the user: ") and "Current step" not in texts["pause"]
+        assert texts["status"].startswith("[WORKFLOW STATUS: ") and "Current step: " in texts["status"]
+        assert texts["list"].startswith("[WORKFLOWS you can run: 10]") and texts["list"].count("\n- ") == 10
+        assert all(texts[k].startswith("[WORKFLOW CONTROL] ") for k in ("skip", "back", "retry", "restart",
+                                                                          "start by name", "resume"))
+        assert all(t.startswith("[WORKFLOW CONTROL] No workflow is active") and "\n" not in t
+                   for k, t in texts.items() if k.startswith("no run active"))
 
 
 def test_every_golden_file_belongs_to_a_plan():
@@ -122,7 +151,8 @@ def test_the_command_checker_catches_a_cut_word():
 TECHNICAL = {"api", "app", "auth", "bak", "behaviour", "bugfix", "codegen", "pyflakes", "config", "cp", "diff", "dockerfile",
              "docstrings", "ff", "grep", "http", "lockfile", "mkdir", "org", "pytest", "readme", "refactor",
              "refactored", "rm", "rq", "sdk", "sed", "sdist", "timestamps", "traceback", "twine", "txt", "uniq",
-             "unmerged", "untracked", "url", "workflow", "xx", "checkout", "dist", "pr"}
+             "unmerged", "untracked", "url", "workflow", "xx", "checkout", "dist", "pr",
+             "workflows", "dockerize", "refactoring", "deps"}  # the last: trigger phrases the list quotes
 SPELLING = SpellChecker()
 
 
@@ -133,7 +163,7 @@ def words_of(text: str) -> list[str]:
 
 def test_no_word_is_misspelt_or_cut():
     found = {}
-    for name, sections in SECTIONS.items():
+    for name, sections in PROOFREAD.items():
         for section in sections:
             for word in words_of(section.text):
                 if word.lower() not in TECHNICAL and SPELLING.unknown([word.lower()]):
@@ -146,7 +176,7 @@ def test_the_spelling_check_catches_a_cut_word():
 
 
 def test_no_word_is_doubled():
-    doubled = [(name, s.title, m.group(0)) for name, sections in SECTIONS.items() for s in sections
+    doubled = [(name, s.title, m.group(0)) for name, sections in PROOFREAD.items() for s in sections
                for m in re.finditer(r"\b(\w+)[ \t]+\1\b", s.text, re.IGNORECASE)]
     assert doubled == []
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 import traceback
 import uuid
 import zlib
@@ -16,10 +17,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import card, engine, render
-from .audit import AuditLog, read_lines, runs_dir
+from . import card, control, engine, render
+from .audit import AuditLog, read_checkpoint, read_lines, runs_dir, write_checkpoint
 from .catalogue import LibraryCache
-from .history import CallOutput, new_intervention, newest_call_output, reply_before_user_message, user_words
+from .history import (CallOutput, from_framework, new_intervention, newest_call_output, reply_before_user_message,
+                      user_words)
 from .model import Plan
 from .plain import as_text
 from .reading import read_regular
@@ -42,6 +44,7 @@ MAX_LOGGED_ONCE = 256
 MAX_ITERATION = 10 ** 9
 SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 ENDED = tuple(x for x in STATUSES if x != "active")
+CONTROL_ATTR = "_graph_engine_control"  # the message (observation's message_id) last taken as a user's control
 CARD_ATTR = "_graph_engine_card"  # [run id, log item, what it shows] of the run's card; False: cards are off
 
 
@@ -53,6 +56,7 @@ class Runtime:
         self.a0_root = a0_root
         self.logged_once: set[str] = set()
         self.message_words: tuple[Any, str] = (None, "")  # the last user message object read and its words
+        self.control_words: tuple[Any, bool] = (None, False)  # the last words read as a control, or not
         self.audit = AuditLog(runs_dir(a0_root))
 
     @property
@@ -126,6 +130,8 @@ def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
     if raw_state is None:
         raw_state = _saved_state(agent)
         restored = raw_state is not None
+        if restored:
+            raw_state = _newest_record(rt, agent, raw_state)
     if raw_state is None and not _may_start(rt, library, loop_data):
         return  # no run, and no user message that could start one: nothing can happen in this pass
     problems: list[str] = []
@@ -140,6 +146,8 @@ def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
         state = _resume(rt, agent, state)
     plans = library if library is not None else ()  # a catalogue: matched through its trigger index
     new_state, fx = engine.step(plans, rt.lookup, state, obs)
+    if fx.control:  # decided once: the other hook of this pass leaves the message alone
+        setattr(agent, CONTROL_ATTR, obs.message_id)
     _apply(rt, agent, loop_data, new_state, fx)
     if hook == engine.PROMPTS_AFTER:
         setattr(agent, COMPANION_ATTR, (obs.monologue, obs.iteration))
@@ -157,7 +165,15 @@ def _may_start(rt: Runtime, library: Any, loop_data: Any) -> bool:
         if seen[0] is not message:  # other chats may replace it meanwhile
             seen = rt.message_words = (message, user_words(message))
         words = seen[1]
-    return bool(words) and library.may_start(words)
+    return bool(words) and (library.may_start(words) or _is_control(rt, words))
+
+
+def _is_control(rt: Runtime, words: str) -> bool:
+    """Whether the words are one of the user's controls; read once for both hooks of a pass."""
+    seen = rt.control_words
+    if seen[0] is not words:
+        seen = rt.control_words = (words, control.parse(words) is not None)
+    return seen[1]
 
 
 def _companion_handled(agent: Any, loop_data: Any, hook: str) -> bool:
@@ -187,6 +203,8 @@ def observe(agent: Any, loop_data: Any, hook: str, state: Any = None,
     else:  # an intervention the user wrote while the agent worked: no hook knows its domain
         words = new_intervention(history)
         key, known = (f"{monologue}~{zlib.crc32(words.encode('utf-8', 'replace')):08x}" if words else ""), False
+    if words and from_framework(words):  # the Nudge: the run goes on, as after any pass without new words
+        words, key = "", ""
     return engine.Observation(
         hook=hook,
         monologue=monologue,
@@ -199,6 +217,8 @@ def observe(agent: Any, loop_data: Any, hook: str, state: Any = None,
         output=_full_output(output),
         global_turn=_global_turn(agent, (monologue, iteration)),
         pace_level=_pace_at_pass_start(agent, (monologue, iteration)),
+        control_seen=_text_attr(agent, CONTROL_ATTR) if words else "",
+        now=now(),
     )
 
 
@@ -215,6 +235,16 @@ def _history(loop_data: Any) -> list:
     return value if isinstance(value, list) else list(value) if isinstance(value, tuple) else []
 
 
+def now() -> float:
+    """Seconds since the epoch: the clock human gates with a timeout are measured by."""
+    return time.time()
+
+
+def _text_attr(agent: Any, name: str) -> str:
+    value = getattr(agent, name, "")
+    return value if isinstance(value, str) else ""
+
+
 def _saved_state(agent: Any) -> Any:
     """The state Agent-Zero restored with the chat, when the attribute was lost (restart, chat reload)."""
     try:
@@ -224,6 +254,24 @@ def _saved_state(agent: Any) -> Any:
     if isinstance(saved, dict) and saved.get("status", "active") in ENDED:
         return None  # the last run of the chat, ended: kept for the record only
     return saved
+
+
+def _newest_record(rt: Runtime, agent: Any, saved: Any) -> Any:
+    """The run as its audit log's checkpoint has it, when that is newer than the state saved with the chat:
+    Agent-Zero saves the chat at the end of a pass, so a stop during the LLM call loses what this pass's hooks
+    did (a result judged, a step moved on), while the audit lines and the checkpoint beside them were written
+    before the hook returned."""
+    if not isinstance(saved, dict) or not isinstance(saved.get("run_id"), str):
+        return saved
+    newer = read_checkpoint(rt.audit.path(_chat_id(agent), saved["run_id"]))
+    if (not isinstance(newer, dict) or newer.get("run_id") != saved["run_id"]
+            or not isinstance(newer.get("audit_seq"), int) or not isinstance(saved.get("audit_seq", 0), int)
+            or newer["audit_seq"] <= saved.get("audit_seq", 0)):
+        return saved
+    _log(agent, "info", f"[HTN] Workflow '{saved.get('plan_name', saved.get('plan_id', ''))}': the chat was saved "
+                        f"before its last {newer['audit_seq'] - saved.get('audit_seq', 0)} audit event(s); the run "
+                        "continues from the audit log's checkpoint")
+    return newer
 
 
 def _resume(rt: Runtime, agent: Any, state: dict) -> dict | None:
@@ -466,9 +514,11 @@ def _audit(rt: Runtime, agent: Any, state: dict) -> None:
     if not spool:
         try:
             rt.audit.write(path, blob, done)
-            return
         except OSError as exc:
             _spool_warning(rt, agent, exc)
+        else:
+            write_checkpoint(path, state)  # best effort: without one, a restart resumes from the chat as before
+            return
     _keep(rt, agent, spool or [], [path, blob.decode("utf-8", "replace"), done])
 
 

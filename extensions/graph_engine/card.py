@@ -19,7 +19,9 @@ AROUND = 3  # steps listed before and after the current one in a long plan
 HEADING = "Workflow"
 ROUTE_WORDS = {"on_retry": "failed", "on_fail": "failed", "on_exhaust": "failed with no attempts left"}
 ENDINGS = frozenset(("plan_completed", "plan_escalated", "plan_expired", "plan_ended", "plan_aborted",
-                     "plan_withdrawn", "state_rejected"))
+                     "plan_withdrawn", "state_rejected", "plan_stopped", "plan_restarted"))
+STEERING = ("Steer it from the chat: \"stop the workflow\", \"pause the workflow\", \"skip this step\", "
+            "\"go back to <step>\", \"retry this step\", \"restart the workflow\", \"workflow status\"")
 NO_ENTRY: dict[str, Any] = {}
 
 
@@ -60,6 +62,10 @@ def text(plan: Plan | None, state: dict[str, Any], pace_level: str = "", picture
         lines.append(f"Outcome: {_outcome(plan, state, f, end or NO_ENTRY)}")
     if picture:
         lines.append(f"Picture of the run: {picture}")
+    if status == "active" and plan is not None:
+        if state.get("paused"):
+            lines.append("Paused by the user: no step is shown until \"resume the workflow\"")
+        lines.append(STEERING)
     where = f"{f['step']}: {f['current']}" if f["step"] else f["current"] or f["node"]
     kvps = {"Plan": f["plan"], "Run": f["run"], "Step": where or "-",
             "Done": f"{f['done']} of {plural(f['total'], 'step')}", "Attempt": f["attempt"] or "-",
@@ -81,6 +87,7 @@ def _steps(plan: Plan, state: dict[str, Any]) -> list[str]:
         lo = max(0, min(centre - AROUND, total - 2 * AROUND - 1))
         hi = min(total, lo + 2 * AROUND + 1)
     done, failed = _marks(plan, state, path[lo:hi])
+    skipped = {path[i] if isinstance(i, int) and i < total else i for i in state.get("steps_skipped", ())}
     lines = [f"[...] steps 1 to {lo} not listed"] if lo else []
     for i in range(lo, hi):
         nid = path[i]
@@ -89,7 +96,8 @@ def _steps(plan: Plan, state: dict[str, Any]) -> list[str]:
             extra = _attempt(node, state)
             lines.append(f"[current] {i + 1}. {node.name}" + (f" (attempt {extra})" if extra else ""))
         else:
-            lines.append(f"[{'done' if nid in done else 'failed' if nid in failed else 'pending'}] {i + 1}. {node.name}")
+            mark = 'done' if nid in done else 'skipped' if nid in skipped else 'failed' if nid in failed else 'pending'
+            lines.append(f"[{mark}] {i + 1}. {node.name}")
     if hi < total:
         lines.append(f"[...] steps {hi + 1} to {total} not listed")
     node = plan.nodes.get(current)
@@ -155,6 +163,8 @@ def _outcome(plan: Plan | None, state: dict[str, Any], f: dict[str, Any], end: d
     status = f["status"]
     if status == "completed":
         return f"completed at {_name(plan, end.get('node', ''))} ({progress(state)})"
+    if status == "stopped":
+        return f"stopped by the user, who said \"{_short(end.get('said', ''))}\" ({progress(state)})"
     reason = _short(end.get("reason", "") or state.get("reason", ""))
     if status == "escalated":
         return f"escalated to PACE level {f['pace_level']}: {reason}"

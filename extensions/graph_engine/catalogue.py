@@ -153,6 +153,19 @@ class Catalogue(Indexed):
         self._starts_nothing = message
         return False
 
+    def listing(self) -> list[tuple[str, str, tuple[str, ...]]]:
+        """(plan id, name, trigger phrases: strong ones first) of every plan not known to be broken, in file
+        order: what the user's "list workflows" shows and "start the <name> workflow" looks names up in."""
+        rows = []
+        for pid, head in list(self.heads.items()):
+            done = self.checked.get(pid)
+            if done is not None and not done.usable:
+                continue
+            raw = self.raws.get(pid)
+            name = getattr(head, "name", None) or (raw.get("name") if isinstance(raw, dict) else None)
+            rows.append((pid, name if isinstance(name, str) and name else pid, head.strong_triggers + head.triggers))
+        return rows
+
     def __bool__(self) -> bool:
         return True  # a catalogue is there even when it holds no plan: never counted to test it
 

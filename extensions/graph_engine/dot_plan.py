@@ -27,7 +27,7 @@ SHAPE_OF = {"start": "Mdiamond", "exit": "Msquare", "task": "box", "decision": "
             "checkpoint": "cylinder", "human": "hexagon", "parallel": "component", "fan_in": "tripleoctagon"}
 OUR_NODE_KEYS = ("label", "prompt", "tool", "tool_hint", "max_retries", "pace_level", "reason", "continue_on_fail",
                  "description", "type", "shape", "goal_gate", "retry_target", "fallback_retry_target",
-                 "human.default_choice", "allow_partial")
+                 "human.default_choice", "allow_partial", "human.timeout_turns")
 GRAPH_PLAN_KEYS = {"triggers": "list", "strong_triggers": "list", "domains": "list", "trigger_threshold": "int",
                    "stale_after_turns": "int", "max_turns": "int", "description": "str", "retry_target": "str",
                    "fallback_retry_target": "str"}
@@ -111,6 +111,10 @@ def _node(attrs: dict[str, Value], ntype: str, htype: str, default_retries: Valu
         node["description"] = str(prompt)
     if "human.default_choice" in attrs:
         node["default_choice"] = str(attrs["human.default_choice"])
+    if ntype == "human" and hasattr(attrs.get("timeout"), "ms"):  # Attractor's wait.human timeout
+        node["timeout"] = attrs["timeout"].ms / 1000
+    if ntype == "human" and "human.timeout_turns" in attrs:
+        node["timeout_turns"] = attrs["human.timeout_turns"]
     for key in ("continue_on_fail", "goal_gate", "allow_partial"):
         if key in attrs:
             node[key] = attrs[key]
@@ -228,6 +232,10 @@ def to_dot(plan_id: str, raw: dict[str, Any], highlight: dict[str, Any] | None =
                 pairs.append((key, node[key]))
         if "default_choice" in node:
             pairs.append(("human.default_choice", node["default_choice"]))
+        if node.get("timeout") and "timeout" not in node.get("_attractor", {}):
+            pairs.append(("timeout", f"{round(node['timeout'] * 1000)}ms"))
+        if "timeout_turns" in node:
+            pairs.append(("human.timeout_turns", node["timeout_turns"]))
         verify = node.get("verify")
         if verify:
             pairs.append(("verify", verify.get("type", "any_output")))

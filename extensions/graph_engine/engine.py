@@ -36,10 +36,11 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from . import render
+from . import control, render
 from .history import CallOutput
 from .matching import Match, allowed, best_match, domain_leaves_plan, is_continuation, names_plan
 from .model import Edge, Node, Plan
+from .lint import reachable
 from .state import (MAX_CONSUMED, MAX_CONTEXT_KEYS, MAX_GATE_JUMPS, emit, new_state, push_path, record_shown,
                     remember, shown_node)
 from .routing import accelerator, choice_key, normalise_label, select_edge
@@ -66,6 +67,8 @@ class Observation:
     output: CallOutput | None = None  # what the previous LLM call produced
     global_turn: int = 0
     pace_level: str = ""  # the org kernel's PACE level as read at the start of this pass
+    control_seen: str = ""  # the message (``message_id``) an earlier hook call of this pass took as a control
+    now: float = 0.0  # seconds since the epoch, for human gates with a timeout (0: the time is not known)
 
     @property
     def pass_key(self) -> str:
@@ -86,9 +89,10 @@ class Effects:
     context: str | None = None
     pace_level: str | None = None
     report: dict[str, Any] | None = None
-    ended: str = ""  # "completed" | "escalated" | "expired" | "aborted" | "ended" | "withdrawn" | ""
+    ended: str = ""  # "completed" | "escalated" | "expired" | "aborted" | "ended" | "withdrawn" | "stopped" | ""
     notice: str = ""  # why an earlier run ended, shown above a newly started run's context
     final_state: dict[str, Any] | None = None  # the state of a run that ended in this call
+    control: str = ""  # the user's control decided in this call (control.KINDS), "" for none
 
     def log(self, level: str, text: str) -> None:
         self.logs.append((level, text))
@@ -104,6 +108,7 @@ class Run:
     plan: Plan
     state: dict[str, Any]
     fx: Effects
+    now: float = 0.0  # the observation's time (human gates with a timeout)
 
     @property
     def node(self) -> Node:
@@ -116,20 +121,30 @@ def step(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any] | None
     fx = Effects()
     run = _resume(lookup, state, fx)
     if run is not None:
+        run.now = obs.now
         _judge(run, obs, _tick(run, obs))
+        _gate_timeout(run, obs)
         run = _alive(run)
     paused = False
-    if obs.user_message.strip():
-        run, paused = _on_message(plans, run, obs, fx)
-    if run is not None:
+    if obs.user_message.strip() and obs.control_seen != obs.message_id:
+        steered, run = _steer(plans, run, obs, fx)
+        if not steered:
+            run, paused = _on_message(plans, run, obs, fx)
+    if run is not None and not run.state.get("paused"):
         _check_limits(run)
         run = _alive(run)
     if run is None:
         return None, fx
+    _gate_started(run, obs)
     if fx.notice:  # shown until the first call after it has seen it (this one, when this hook reaches it)
         run.state["notice"] = fx.notice
         run.state["notice_turn"] = run.state["turn"] + (0 if obs.hook == PROMPTS_AFTER else 1)
     _hold_on_emergency(run, obs)
+    if run.state.get("paused"):  # paused by the user: no step in this call, and its output is not evidence
+        fx.context = render.user_paused(run.plan, run.state)
+        if run.state.get("notice") and run.state["turn"] <= run.state.get("notice_turn", 1):
+            fx.context = run.state["notice"] + "\n\n" + fx.context
+        return run.state, fx
     if paused:  # a new message not decided yet: no step in this call, and its output is not evidence
         fx.context = render.paused_notice(run.state)
         return run.state, fx
@@ -177,6 +192,8 @@ def _tick(run: Run, obs: Observation) -> str:
     if previous == obs.pass_key:
         return f"{obs.monologue}:{obs.iteration - 1}" if obs.iteration > 0 else ""
     s["last_pass"] = obs.pass_key
+    if s.get("paused"):
+        return ""  # paused: no turn counts toward expiry, and nothing is judged
     s["turn"] += 1
     s["turns_since_transition"] = s.get("turns_since_transition", 0) + 1
     s["turns_since_progress"] = s.get("turns_since_progress", 0) + 1
@@ -227,17 +244,34 @@ def _judge(run: Run, obs: Observation, key: str) -> None:
         return
     evidence = Evidence(tool=out.tool, text=out.text, reply=out.reply, truncated=out.truncated)
     text = judged_text(evidence)  # cleaned once: the check, the capture and the hash read the same text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass"))  # the hash of text + NUL + reply
+    digest.update(b"\0" + out.reply[:MAX_REPLY_HASHED].encode("utf-8", "surrogatepass"))
+    if _judged_already(s, obs, key, digest.hexdigest()):
+        return
     verdict = check(node.verify, evidence, text)
     if verdict.too_slow:
         run.fx.log("warning", f"[HTN] Plan '{run.plan.id}': the check of step '{node.name}' took too long on a "
                               f"{len(text):,}-character output and counts as failed; simplify its pattern in the "
                               "plan library (graph-engine validate names the slow ones)")
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass"))  # the hash of text + NUL + reply
-    digest.update(b"\0" + out.reply[:MAX_REPLY_HASHED].encode("utf-8", "surrogatepass"))
+    s["judged"] = [key, digest.hexdigest()]
     if run.plan.mode == "linear":
         _linear_verdict(run, node, verdict, digest.hexdigest())
     else:
         _graph_verdict(run, node, verdict, digest.hexdigest(), capture(node.verify, evidence, text))
+
+
+def _judged_already(s: dict[str, Any], obs: Observation, key: str, digest: str) -> bool:
+    """At a monologue's first pass the newest result in history is attributed to the previous monologue's
+    last call.  When that call never returned (Agent-Zero stopped during it: a restart, then the Nudge), the
+    newest result is still the one an earlier call produced and this run judged: not evidence again."""
+    judged = s.get("judged")
+    if obs.iteration != 0 or not isinstance(judged, list) or len(judged) != 2:
+        return False
+    if judged[1] != digest or judged[0] == key:
+        return False
+    emit(s, "evidence_ignored", node=s["current_node"], tool=obs.output.tool if obs.output else "",
+         reason=f"the result of call {judged[0]}, already judged; call {key} returned nothing")
+    return True
 
 
 # ── graph traversal ─────────────────────────────────────────────────────────
@@ -442,7 +476,14 @@ def answer_human(run: Run, answer: str) -> None:
             _end(run, "ENDED", f"the answers to '{node.name}' matched none of its options and it has no default "
                                "choice")
             return
-    entry["outcome"] = "success"
+    take_option(run, node, edge, answer, how)
+
+
+def take_option(run: Run, node: Node, edge: Edge, answer: str, how: str) -> None:
+    """A human gate's option is taken (``how``: answer, default choice, timeout default, skipped by the user)."""
+    s = run.state
+    s["visited"].setdefault(node.id, {"outcome": "pending", "attempts": 0, "failures": 0})["outcome"] = "success"
+    s["gate"] = None
     emit(s, "human_answered", node=node.id, answer=answer[:200], choice=edge.label or edge.dst, by=how)
     _update_context(s, {"human.gate.selected": choice_key(edge.label, edge.dst),
                         "human.gate.label": edge.label or edge.dst})
@@ -497,20 +538,23 @@ def _goal_gates_hold(run: Run, exit_node: Node) -> bool:
     s = run.state
     for nid, entry in s["visited"].items():
         node = run.plan.nodes.get(nid)
-        if node is None or not node.goal_gate or entry.get("attempts", 0) == 0 or \
+        skipped = entry.get("outcome") == "skipped"
+        if node is None or not node.goal_gate or (entry.get("attempts", 0) == 0 and not skipped) or \
                 entry.get("outcome") in ("success", "partial_success"):
             continue
         target = (node.retry_target or node.fallback_retry_target or run.plan.retry_target
                   or run.plan.fallback_retry_target)
         jumps = s.setdefault("gate_jumps", {})
         if not target or jumps.get(nid, 0) >= min(MAX_GATE_JUMPS, node.max_retries + 1):
-            why = f"goal gate '{node.name}' is not satisfied" + ("" if target else " and names no retry target")
+            why = f"goal gate '{node.name}' is not satisfied" + (" (the user skipped it)" if skipped else "") + \
+                ("" if target else " and names no retry target")
             emit(s, "goal_gate_failed", node=nid, at=exit_node.id)
             _end(run, "ENDED", why)
             s["status"] = "aborted"
             return False
         jumps[nid] = jumps.get(nid, 0) + 1
-        emit(s, "goal_gate_unsatisfied", node=nid, at=exit_node.id, retry_target=target)
+        emit(s, "goal_gate_unsatisfied", node=nid, at=exit_node.id, retry_target=target,
+             **({"skipped_by_user": True} if skipped else {}))
         _follow(run, Edge(src=exit_node.id, dst=target, condition="goal_gate"))
         return False
     return True
@@ -526,9 +570,9 @@ def _complete(run: Run, node: Node) -> None:
     _finish(run, "completed", render.completed_notice(s, node.name))
 
 
-def _escalate(run: Run, node: Node) -> None:
+def _escalate(run: Run, node: Node, reason: str = "") -> None:
     s = run.state
-    reason = node.reason or node.name
+    reason = reason or node.reason or node.name
     emit(s, "plan_escalated", node=node.id, reason=reason, pace_level=node.pace_level)
     run.fx.log("warning", f"[HTN] Workflow '{run.plan.name}' escalated to PACE {node.pace_level} at "
                           f"{render.stopped_at(run.plan, s)}: {reason}")
@@ -537,7 +581,7 @@ def _escalate(run: Run, node: Node) -> None:
     s["escalation"] = {"node": node.id, "reason": reason, "pace_level": node.pace_level, "turn": s["turn"]}
     run.fx.report = {"reason": reason, "pace_level": node.pace_level, "state": s, "status_state": "escalating",
                      "on": "failure"}
-    _finish(run, "escalated", render.escalated_notice(s, node, run.plan))
+    _finish(run, "escalated", render.escalated_notice(s, node, run.plan, reason))
 
 
 # ── linear plans: the old selector's rules ──────────────────────────────────
@@ -710,15 +754,17 @@ def _end(run: Run, title: str, reason: str) -> None:
     _finish(run, title.lower(), render.ended_notice(run.state, title, reason, run.plan))
 
 
-def _activate(plan: Plan, obs: Observation, fx: Effects, hits: Sequence[str]) -> Run | None:
+def _activate(plan: Plan, obs: Observation, fx: Effects, hits: Sequence[str], said: str = "") -> Run | None:
+    """A new run of ``plan``: matched by trigger phrases (``hits``), or asked for by the user (``said``)."""
     state = new_state(plan, obs.monologue, obs.pass_key, obs.global_turn)
-    run = Run(plan=plan, state=state, fx=fx)
-    emit(state, "plan_activated", node=plan.start, plan=plan.id, version=plan.version, triggers=list(hits))
+    run = Run(plan=plan, state=state, fx=fx, now=obs.now)
+    by = {"by": "user", "said": said} if said else {}
+    emit(state, "plan_activated", node=plan.start, plan=plan.id, version=plan.version, triggers=list(hits), **by)
     push_path(state, plan.start)
     emit(state, "node_entered", node=plan.start)
     kind = "Graph" if plan.mode == "graph" else "Linear"
-    fx.log("info", f"[HTN] {kind} plan activated: {plan.name} ({render.plural(plan.total_steps, 'step')}; "
-                   f"matched {', '.join(repr(h) for h in hits)})")
+    why = f"the user said {said!r}" if said else f"matched {', '.join(repr(h) for h in hits)}"
+    fx.log("info", f"[HTN] {kind} plan activated: {plan.name} ({render.plural(plan.total_steps, 'step')}; {why})")
     if plan.mode == "graph":
         _settle(run)  # may end at once: an exit or escalation right after start
     return _alive(run)
@@ -738,3 +784,328 @@ def _check_limits(run: Run) -> None:
         _end(run, "EXPIRED", f"{what} for {stale} turns")
     elif s["turn"] > (s.get("max_turns") or run.plan.max_turns):
         _end(run, "EXPIRED", f"the run reached its ceiling of {s.get('max_turns') or run.plan.max_turns} turns")
+
+
+# ── the user's controls ─────────────────────────────────────────────────────
+# A message that is a control (control.parse: the whole message, word for word) is decided here, in the
+# first hook call that sees it, so the call answering it already shows the result.  Each control is one
+# audit event naming what the user wrote; a control with no run to act on gets a one-line answer.
+
+CONTROL_EVENTS = {"stop": "plan_stopped", "pause": "plan_paused", "resume": "plan_resumed", "skip": "step_skipped",
+                  "back": "jumped_back", "retry": "attempts_restored", "restart": "plan_restarted",
+                  "list": "workflows_listed", "status": "status_shown"}
+
+
+def _steer(plans: Iterable[Plan], run: Run | None, obs: Observation, fx: Effects) -> tuple[bool, Run | None]:
+    """(whether the new message is a control, the run after it)."""
+    if run is not None and run.state.get("message_monologue") == obs.message_id:
+        return False, run  # this message was decided in an earlier hook call
+    ctl = control.parse(obs.user_message)
+    if ctl is None or (ctl.kind == "resume" and not (run is not None and run.state.get("paused"))):
+        return False, run  # "continue the workflow" with nothing paused: an ordinary "go on"
+    if ctl.kind == "start":
+        return _start_named(plans, run, obs, fx, ctl)
+    if ctl.kind == "list":
+        _answer(run, fx, render.workflow_list(_listing(plans, obs.allowed_plans), len(_listing(plans, None))))
+    elif run is None:
+        if ctl.kind == "back" and ctl.target and not ctl.explicit:
+            return False, None  # "go back to the office": not about a workflow
+        _answer(None, fx, render.no_run_answer(ctl.kind))
+        fx.log("info", f"[HTN] The user said {ctl.said!r}: no workflow is active, nothing to do")
+    elif ctl.kind == "restart":
+        run = _restart(plans, run, obs, ctl)
+    elif not _CONTROLS[ctl.kind](run, ctl):
+        return False, run
+    fx.control = ctl.kind
+    if run is None:
+        return True, None
+    run.state["message_monologue"] = obs.message_id
+    if ctl.kind in ("list", "status"):
+        _said(run, ctl)
+    return True, _alive(run)
+
+
+def _answer(run: Run | None, fx: Effects, text: str) -> None:
+    """What the model reads about a control: above the current step, or alone when no run goes on."""
+    if run is None or run.fx.ended:
+        fx.context = text if fx.context is None else text + "\n\n" + fx.context
+    else:
+        fx.notice = text if not fx.notice else fx.notice + "\n\n" + text
+
+
+def _said(run: Run, ctl: control.Control, **fields: Any) -> None:
+    """The one audit event of a control, naming what the user wrote; and its log line."""
+    emit(run.state, CONTROL_EVENTS[ctl.kind], node=run.state["current_node"], said=ctl.said, **fields)
+    run.fx.log("info", f"[HTN] Workflow '{run.plan.name}': the user said {ctl.said!r} ({ctl.kind})")
+
+
+def _stop(run: Run, ctl: control.Control) -> bool:
+    _said(run, ctl)
+    run.state["status"] = "stopped"
+    _finish(run, "stopped", render.stopped_notice(run.state, run.plan))
+    return True
+
+
+def _pause(run: Run, ctl: control.Control) -> bool:
+    if run.state.get("paused"):
+        _answer(run, run.fx, render.control_line(f"'{run.plan.name}' is already paused; say \"resume the "
+                                                 "workflow\" to go on."))
+        return True
+    run.state["paused"] = True
+    _said(run, ctl)
+    return True
+
+
+def _resume_paused(run: Run, ctl: control.Control) -> bool:
+    s = run.state
+    s["paused"] = False
+    gate = s.get("gate")
+    if gate:  # a gate's timer does not run while the run is paused
+        gate["turn"], gate["at"] = s["turn"], run.now
+    _said(run, ctl)
+    _answer(run, run.fx, render.control_line(f"Resumed by the user: '{run.plan.name}' goes on at the current "
+                                             "step below."))
+    return True
+
+
+def _skip(run: Run, ctl: control.Control) -> bool:
+    s, node = run.state, run.node
+    if node.type == "human":
+        edge = match_answer(run.plan, node, node.default_choice) if node.default_choice else None
+        if edge is None:
+            _answer(run, run.fx, render.control_line(f"'{node.name}' is a question for the user and has no default "
+                                                     "option, so it cannot be skipped: ask it again with its options."))
+            return True
+        _said(run, ctl)
+        take_option(run, node, edge, ctl.said, "skipped by the user")
+        _answer(run, run.fx, render.control_line(f"Skipped by the user: the question '{node.name}' took its default "
+                                                 f"option '{edge.label or edge.dst}'."))
+        return True
+    key: str | int = s["current_step"] if run.plan.mode == "linear" else node.id
+    if key not in s.setdefault("steps_skipped", []):
+        s["steps_skipped"].append(key)
+    s["visited"].setdefault(node.id, {"outcome": "pending", "attempts": 0, "failures": 0})["outcome"] = "skipped"
+    _said(run, ctl)
+    s["last_failure"] = ""
+    if run.plan.mode == "linear":
+        _linear_advance(run, int(s["current_step"]))
+    else:
+        s["outcome"], s["last_outcome"] = {"status": "success"}, "success"
+        edge, _, _ = select_edge(run.plan, node.id, {"status": "success"}, s.get("context", {}), "task",
+                                 explain=False)
+        if edge is None:
+            _stall(run, node, "success", "skipped by the user")
+        else:
+            _follow(run, edge)
+            _settle(run)
+    _answer(run, run.fx, render.skipped_note(node.name, "the workflow follows its success route"))
+    return True
+
+
+def _back(run: Run, ctl: control.Control) -> bool:
+    plan, s = run.plan, run.state
+    if ctl.target:
+        found = control.find_steps(plan, ctl.target)
+    else:  # "go back": the step before the current one
+        found = [n for n in reversed(s.get("path", [])) if n != s["current_node"]
+                 and plan.nodes[n].type in ("task", "human")][:1]
+    if len(found) != 1:
+        if not found and not ctl.explicit and ctl.target:
+            return False  # "redo the dishes": names no step, not said as one
+        _answer(run, run.fx, render.no_such_step(plan, ctl.target, found))
+        return True
+    target = found[0]
+    here = plan.success_index.get(s["current_node"])
+    there = plan.success_index.get(target)
+    if here is not None and there is not None and there > here:
+        _answer(run, run.fx, render.control_line(f"'{plan.nodes[target].name}' comes after the current step; a run "
+                                                 "goes back only (say \"skip this step\" to move on)."))
+        return True
+    _said(run, ctl, to=target, reopened=_reopen(run, target))
+    s["current_node"] = target
+    s["turns_since_transition"], s["stalled"], s["last_failure"] = 0, "", ""
+    s["outcome"], s["last_outcome"], s["gate"], s["route_note"] = {}, "", None, ""
+    push_path(s, target)
+    emit(s, "node_entered", node=target)
+    _answer(run, run.fx, render.back_note(plan.nodes[target].name))
+    return True
+
+
+def _reopen(run: Run, target: str) -> list[str]:
+    """The target and the steps after it are pending again, with fresh attempts; what was reopened."""
+    plan, s = run.plan, run.state
+    if plan.mode == "linear":
+        idx = plan.success_index[target]
+        for key in ("steps_completed", "steps_failed", "steps_skipped"):
+            s[key] = [i for i in s.get(key, []) if isinstance(i, int) and i < idx]
+        s["current_step"], s["completed_nodes"] = idx, len(s["steps_completed"])
+        reopened = list(plan.success_path[idx:])
+    else:
+        after = reachable([target], {nid: [e.dst for e in edges] for nid, edges in plan.out_edges.items()})
+        order = plan.success_index
+        cut = order.get(target, min((order[n] for n in after if n in order), default=len(order)))
+        reopened = sorted(n for n in after if order.get(n, cut) >= cut)
+        gone = set(reopened)
+        for key in ("steps_completed", "steps_failed", "steps_skipped"):
+            s[key] = [n for n in s.get(key, []) if n not in gone]
+        s["current_step"] = min(len(s["steps_completed"]), plan.total_steps)
+        s["parallel"] = []  # a jump leaves any branches under way
+        for n in ("gate_jumps", "attempts_restored"):
+            if isinstance(s.get(n), dict):
+                s[n] = {k: v for k, v in s[n].items() if k not in gone}
+            elif isinstance(s.get(n), list):
+                s[n] = [k for k in s[n] if k not in gone]
+    gone = set(reopened)
+    s["path"] = [n for n in s["path"] if n not in gone]  # the trail shows what stays done (path_len counts on)
+    for nid in reopened:
+        if nid in s["visited"]:
+            s["visited"][nid] = {"outcome": "pending", "attempts": 0, "failures": 0}
+    s["visited"].setdefault(target, {"outcome": "pending", "attempts": 0, "failures": 0})
+    if plan.mode != "linear":
+        s["completed_nodes"] = sum(1 for e in s["visited"].values() if e.get("completed"))
+    return [n for n in reopened if n in s["visited"]][:20]
+
+
+def _retry(run: Run, ctl: control.Control) -> bool:
+    s, node = run.state, run.node
+    if node.type != "task":
+        _answer(run, run.fx, render.control_line(f"'{node.name}' is a question for the user; it has no attempts to "
+                                                 "give back."))
+        return True
+    given = s.setdefault("attempts_restored", [])
+    if node.id in given:
+        _answer(run, run.fx, render.control_line(f"'{node.name}' already had its attempts given back once; say "
+                                                 f"\"go back to {node.name}\" to start it afresh."))
+        return True
+    given.append(node.id)
+    entry = s["visited"].setdefault(node.id, {"outcome": "pending", "attempts": 0, "failures": 0})
+    entry["failures"], entry["outcome"] = 0, "pending"
+    s["steps_failed"] = [n for n in s["steps_failed"] if n != node.id and n != s["current_step"]]
+    s["stalled"], s["last_failure"] = "", ""
+    _said(run, ctl)
+    _answer(run, run.fx, render.control_line(f"Retried at the user's request: '{node.name}' has its attempts back "
+                                             "(once per step)."))
+    return True
+
+
+def _restart(plans: Iterable[Plan], run: Run, obs: Observation, ctl: control.Control) -> Run | None:
+    """A new run of the same plan (the library's current version) from its start; the old run ends, stopped."""
+    old, fx = run.state, run.fx
+    _said(run, ctl)
+    old["status"] = "stopped"
+    _finish(run, "stopped", None)
+    fx.ended = ""
+    new = _activate(_plan_by_id(plans, run.plan.id) or run.plan, obs, fx, (), ctl.said)
+    if new is not None:
+        old["events"][-1]["new_run"] = new.state["run_id"]
+        _answer(new, fx, render.control_line(f"Restarted by the user: a new run of '{run.plan.name}' starts at its "
+                                             f"first step (the previous run had {render.progress(old)})."))
+    return new
+
+
+def _start_named(plans: Iterable[Plan], run: Run | None, obs: Observation, fx: Effects,
+                 ctl: control.Control) -> tuple[bool, Run | None]:
+    """'start the <plan name> workflow': that plan now, whatever the triggers say, within the org's filter."""
+    listing = _listing(plans, None)
+    ids = control.find_plans([(pid, name) for pid, name, _ in listing], ctl.target, exact_only=not ctl.explicit)
+    if not ids and not ctl.explicit:
+        return False, run  # "run the tests": an ordinary request
+    if run is not None and run.state.get("message_monologue") == obs.message_id:
+        return False, run
+    fx.control = ctl.kind
+    names = {pid: name for pid, name, _ in listing}
+    plan = _plan_by_id(plans, ids[0]) if len(ids) == 1 else None
+    if len(ids) != 1:
+        refusal = render.no_such_plan(ctl.target, [names[i] for i in ids])
+    elif not allowed(ids[0], obs.allowed_plans):
+        refusal = render.control_line(f"Not started: the active org role does not allow '{names[ids[0]]}' "
+                                      f"(allowed: {', '.join(obs.allowed_plans or ()) or 'none'}). Tell the user.")
+    elif plan is None:
+        refusal = render.control_line(f"Not started: '{names[ids[0]]}' has errors and is disabled (`graph-engine "
+                                      "validate` names them). Tell the user.")
+    elif run is not None and run.plan.id == plan.id:
+        refusal = render.control_line(f"'{plan.name}' is already running; say \"restart the workflow\" to start "
+                                      "it again.")
+    else:
+        refusal = ""
+    if refusal:
+        fx.log("info", f"[HTN] The user said {ctl.said!r}: {refusal.split('] ', 1)[-1]}")
+        _answer(run, fx, refusal)
+        if run is not None:
+            run.state["message_monologue"] = obs.message_id
+        return True, run
+    replaced = ""
+    if run is not None:
+        emit(run.state, "plan_ended", node=run.state["current_node"], said=ctl.said,
+             reason=f"the user started '{plan.name}'")
+        run.state["status"] = "ended"
+        run.fx.log("info", f"[HTN] Workflow '{run.plan.name}' ended: the user started '{plan.name}'")
+        _finish(run, "ended", None)
+        replaced = run.plan.name
+        fx.context, fx.ended = None, ""
+    new = _activate(plan, obs, fx, (), ctl.said)
+    if new is None:
+        return True, None
+    new.state["message_monologue"] = obs.message_id
+    _answer(new, fx, render.started_note(plan.name, replaced))
+    return True, new
+
+
+def _status(run: Run, ctl: control.Control) -> bool:
+    _answer(run, run.fx, render.status_text(run.plan, run.state))
+    return True
+
+
+_CONTROLS = {"stop": _stop, "pause": _pause, "resume": _resume_paused, "skip": _skip, "back": _back,
+             "retry": _retry, "status": _status}
+
+
+def _gate_timeout(run: Run, obs: Observation) -> None:
+    """A human gate with a timeout that passed without an answer: its default option is taken and recorded as
+    such; a gate without one escalates.  (Checked when a pass comes: Agent-Zero runs no pass on its own.)"""
+    s, node = run.state, run.node
+    gate = s.get("gate")
+    if node.type != "human" or s.get("paused") or not gate or gate.get("node") != node.id:
+        return
+    turns, seconds = s["turn"] - gate["turn"], obs.now - gate["at"] if obs.now and gate["at"] else 0.0
+    if node.timeout_turns and turns >= node.timeout_turns:
+        waited = render.plural(turns, "turn")
+    elif node.timeout and seconds >= node.timeout:
+        waited = render.duration(seconds)
+    else:
+        return
+    edge = match_answer(run.plan, node, node.default_choice) if node.default_choice else None
+    if edge is None:
+        emit(s, "human_timed_out", node=node.id, waited=waited)
+        _escalate(run, node, f"no answer to '{node.name}' within {waited}, and it has no default option")
+        return
+    emit(s, "human_timed_out", node=node.id, waited=waited, default=edge.label or edge.dst)
+    run.fx.log("info", f"[HTN] Workflow '{run.plan.name}': no answer to '{node.name}' within {waited}; its default "
+                       f"option '{edge.label or edge.dst}' was taken")
+    take_option(run, node, edge, "", "timeout default")
+    s["route_note"] = (f"No answer to '{node.name}' came within {waited}: its default option "
+                       f"'{edge.label or edge.dst}' was taken.")
+
+
+def _gate_started(run: Run, obs: Observation) -> None:
+    """Start the clock of a human gate the run has just reached (each arrival at it is a new wait)."""
+    s, node = run.state, run.node
+    if node.type != "human" or not (node.timeout or node.timeout_turns):
+        return
+    gate = s.get("gate")
+    if not gate or gate.get("node") != node.id or gate.get("path_len") != s["path_len"]:
+        s["gate"] = {"node": node.id, "path_len": s["path_len"], "turn": s["turn"], "at": obs.now}
+
+
+def _listing(plans: Iterable[Plan], allowed_plans: Sequence[str] | None) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(id, name, trigger phrases) of the plans the library holds and the org filter allows, in file order."""
+    listing = getattr(plans, "listing", None)
+    rows = listing() if callable(listing) else [(p.id, p.name, p.strong_triggers + p.triggers) for p in plans]
+    return [row for row in rows if allowed(row[0], allowed_plans)]
+
+
+def _plan_by_id(plans: Iterable[Plan], plan_id: str) -> Plan | None:
+    get = getattr(plans, "get", None)
+    if callable(get):
+        return get(plan_id)
+    return next((p for p in plans if p.id == plan_id), None)

@@ -118,6 +118,8 @@ class Node:
     retry_target: str = ""
     fallback_retry_target: str = ""
     default_choice: str = ""  # human gates: the option taken when the answer matches none, asked twice
+    timeout: float = 0.0  # human gates: seconds without an answer before the default is taken (or it escalates)
+    timeout_turns: int = 0  # human gates: the same, counted in turns
 
 
 @dataclass(frozen=True)
@@ -288,10 +290,15 @@ def _compile_node(plan_id: str, nid: str, spec: Any, where: str) -> Node:
     refs = {k: spec.get(k, "") for k in ("retry_target", "fallback_retry_target", "default_choice")}
     for key, value in refs.items():
         _expect(isinstance(value, str), plan_id, f"{where}.{key}", "must be a string", "write a node id or label")
+    timeout = spec.get("timeout", 0)
+    _expect(isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and 0 <= timeout < 1e9, plan_id,
+            f"{where}.timeout", f"must be a number of seconds >= 0, got {timeout!r}", "write e.g. 900 for 15 minutes")
     return Node(
         id=nid, type=ntype, name=name or nid, verify=_compile_verify(plan_id, spec.get("verify"), f"{where}.verify"),
         max_retries=_int(plan_id, spec.get("max_retries", 0), f"{where}.max_retries", 0),
-        pace_level=pace, **flags, **refs, **texts,
+        pace_level=pace, timeout=float(timeout),
+        timeout_turns=_int(plan_id, spec.get("timeout_turns", 0), f"{where}.timeout_turns", 0),
+        **flags, **refs, **texts,
     )
 
 

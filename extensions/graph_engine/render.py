@@ -108,6 +108,7 @@ def step_details(node: Node) -> list[str]:
 def linear_context(plan: Plan, state: dict[str, Any]) -> str:
     total = state["total_steps"]
     done, failed = set(state["steps_completed"]), set(state["steps_failed"])
+    skipped = set(state.get("steps_skipped") or ())
     lines = [f"[ACTIVE PLAN: {state['plan_name']}] step {min(state['current_step'] + 1, total)} of {total} "
              f"({progress(state)})"]
     for i, nid in enumerate(plan.success_path):
@@ -117,6 +118,8 @@ def linear_context(plan: Plan, state: dict[str, Any]) -> str:
             lines.append(f"{label} [DONE]")
         elif i in failed:
             lines.append(f"{label} [FAILED]")
+        elif i in skipped and i != state["current_step"]:
+            lines.append(f"{label} [SKIPPED]")
         elif i == state["current_step"]:
             lines.append(f"{label} << CURRENT")
             lines.extend("  " + line for line in step_details(node))
@@ -375,8 +378,8 @@ def completed_notice(state: dict[str, Any], exit_name: str) -> str:
             "The workflow is complete. Report the result to the user.")
 
 
-def escalated_notice(state: dict[str, Any], node: Node, plan: Plan | None = None) -> str:
-    return (f"[WORKFLOW ESCALATED: {state['plan_name']}]\n  Reason: {node.reason or node.name}\n"
+def escalated_notice(state: dict[str, Any], node: Node, plan: Plan | None = None, reason: str = "") -> str:
+    return (f"[WORKFLOW ESCALATED: {state['plan_name']}]\n  Reason: {reason or node.reason or node.name}\n"
             f"  PACE level: {node.pace_level}\n  Stopped at: {stopped_at(plan, state)}\n\n"
             "The current approach has failed. Stop executing workflow steps; tell the user what failed "
             "and ask for guidance.")
@@ -411,3 +414,110 @@ def resumed_notice(state: dict[str, Any], plan: Plan) -> str:
     return (f"[WORKFLOW RESUMED: {state['plan_name']}]\n  The workflow was restored after a restart or chat "
             f"reload and continues at: {where} ({progress(state)}; attempt counts kept). Results from before "
             "the restart are not checked again; run the current step again if its result is not in view.")
+
+
+# ── the user's controls (engine: "the user's controls") ─────────────────────
+
+NO_RUN_VERBS = {"stop": "stop", "pause": "pause", "resume": "resume", "skip": "skip", "back": "go back in",
+                "retry": "retry", "restart": "restart", "status": "report on"}
+LISTED_PHRASES = 3
+
+
+def control_line(text: str) -> str:
+    return f"[WORKFLOW CONTROL] {text}"
+
+
+def no_run_answer(kind: str) -> str:
+    return control_line(f"No workflow is active, so there is nothing to {NO_RUN_VERBS.get(kind, kind)}; tell the "
+                        "user so in one sentence.")
+
+
+def stopped_notice(state: dict[str, Any], plan: Plan | None) -> str:
+    return (f"[WORKFLOW STOPPED by the user: {state['plan_name']}]\n  Stopped at: {stopped_at(plan, state)}\n\n"
+            "The user stopped this workflow; it is no longer tracked. Do not continue its steps: confirm that it "
+            "is stopped and wait for the user's next request.")
+
+
+def user_paused(plan: Plan, state: dict[str, Any]) -> str:
+    return (f"[WORKFLOW PAUSED by the user: {state['plan_name']}] At {stopped_at(plan, state)}. No step is shown "
+            "and no result is checked until the user says \"resume the workflow\"; meanwhile do what the user asks.")
+
+
+def skipped_note(name: str, how: str) -> str:
+    return control_line(f"Skipped by the user: '{name}' is marked skipped, not done; {how}.")
+
+
+def back_note(name: str) -> str:
+    return control_line(f"Back to '{name}' at the user's request: it starts again with fresh attempts, and the steps "
+                        "after it are pending again.")
+
+
+def started_note(name: str, replaced: str) -> str:
+    instead = f" It replaces '{replaced}', which ended." if replaced else ""
+    return control_line(f"Started by the user: '{name}'.{instead}")
+
+
+def no_such_step(plan: Plan, said: str, found: list[str]) -> str:
+    if found:
+        names = "; ".join(plan.nodes[n].name for n in found)
+        return control_line(f"'{said}' names {len(found)} steps of '{plan.name}': {names}. Ask the user which one.")
+    if not said:
+        return control_line("There is no earlier step to go back to; the run is at its first step.")
+    steps = "; ".join(plan.nodes[n].name for n in plan.success_path)
+    return control_line(f"No step of '{plan.name}' is named '{said}'. Its steps: {steps}. Ask the user which one.")
+
+
+def no_such_plan(said: str, found: list[str]) -> str:
+    if found:
+        return control_line(f"'{said}' names {len(found)} workflows: {'; '.join(found)}. Ask the user which one "
+                            "(\"start the <name> workflow\").")
+    return control_line(f"Not started: no workflow is named '{said}'. Tell the user; \"list workflows\" shows "
+                        "the ones you can run.")
+
+
+def workflow_list(rows: list[tuple[str, str, tuple[str, ...]]], total: int, shown: int = 40) -> str:
+    """The plans this agent may run, one line each with what starts it."""
+    lines = [f"[WORKFLOWS you can run: {len(rows)}]"]
+    for _pid, name, phrases in rows[:shown]:
+        starts = ", ".join(f'"{p}"' for p in phrases[:LISTED_PHRASES])
+        lines.append(f"- {name}: starts on a request such as {starts}" if starts else f"- {name}")
+    if len(rows) > shown:
+        lines.append(f"- ... and {len(rows) - shown} more")
+    if total > len(rows):
+        lines.append(f"({plural(total - len(rows), 'other workflow')} in the library the active org role does not "
+                     "allow.)")
+    lines.append("Give the user this list, one line each. A workflow also starts when the user says "
+                 "\"start the <name> workflow\".")
+    return "\n".join(lines)
+
+
+def status_text(plan: Plan, state: dict[str, Any]) -> str:
+    """Where the run stands: the current step, the steps done and skipped, the attempts, the way forward."""
+    node = plan.nodes[state["current_node"]]
+    done = [plan.nodes[n].name for n in plan.success_path if (state["visited"].get(n) or {}).get("completed")] \
+        if plan.mode == "graph" else [plan.nodes[plan.success_path[i]].name for i in state["steps_completed"]
+                                      if isinstance(i, int) and i < len(plan.success_path)]
+    skipped = [plan.nodes[n].name if isinstance(n, str) and n in plan.nodes else
+               plan.nodes[plan.success_path[n]].name for n in state.get("steps_skipped", [])
+               if isinstance(n, str) or n < len(plan.success_path)]
+    failures = (state["visited"].get(node.id) or {}).get("failures", 0)
+    where = position(plan, node) if node.type == "task" else "a question for the user"
+    lines = [f"[WORKFLOW STATUS: {plan.name}]",
+             f"  Current step: {node.name} ({where}{attempt(node, failures).replace(' (', ', ').rstrip(')')})",
+             f"  Done: {'; '.join(done) or 'nothing yet'} ({progress(state)})"]
+    if skipped:
+        lines.append(f"  Skipped by the user: {'; '.join(skipped)}")
+    if node.type == "task" and plan.mode == "graph":
+        lines.extend(_paths_forward(plan, node, failures))
+    lines.append("Tell the user where the workflow stands, in these words, then go on with the current step.")
+    return "\n".join(lines)
+
+
+def duration(seconds: float) -> str:
+    """'45 s', '15 min', '2 h 5 min'."""
+    s = int(seconds)
+    if s < 120:
+        return f"{s} s"
+    if s < 7200:
+        return f"{s // 60} min"
+    return f"{s // 3600} h {s % 3600 // 60} min"

@@ -67,6 +67,20 @@ def new_state(plan: Plan, monologue: str, pass_key: str, global_turn: int) -> di
         "context": {},
         "outcome": {},
         "provisional": None,  # {"key", "started"}: decided from trigger phrases alone, the selector confirms
+        **control_fields(),
+    }
+
+
+# ── the fields the user's controls keep (see control.py and engine's "the user's controls") ─────────────
+
+
+def control_fields() -> dict[str, Any]:
+    """A new run's values of the fields the user's controls and timed human gates keep."""
+    return {
+        "paused": False,  # "pause the workflow": no step shown, nothing judged, no turn counted
+        "steps_skipped": [],  # steps the user skipped (node ids; step indexes in a linear plan), not done
+        "attempts_restored": [],  # steps whose attempts "retry this step" gave back (once each)
+        "gate": None,  # the human gate waiting now: {"node", "path_len", "turn", "at" (seconds since the epoch)}
     }
 
 
@@ -203,10 +217,18 @@ SHAPES: dict[str, Shape] = {
         _is_int(x) for x in v.values())),
     "held": ("a bool", lambda v: isinstance(v, bool)),
     "picture": TEXT,
+    # the user's controls: optional
+    "paused": ("a bool", lambda v: isinstance(v, bool)),
+    "steps_skipped": STEP_IDS, "attempts_restored": STEP_IDS,
+    "gate": ("null or {node, path_len, turn, at} (a waiting human gate)", lambda v: v is None or (
+        isinstance(v, dict) and set(v) == {"node", "path_len", "turn", "at"} and isinstance(v["node"], str)
+        and _is_int(v["path_len"]) and v["path_len"] >= 0 and _is_int(v["turn"]) and v["turn"] >= 0
+        and isinstance(v["at"], (int, float)) and not isinstance(v["at"], bool))),
 }
 SCHEMA_2_ONLY = ("run_id", "status", "notice", "notice_turn", "checkpoint", "escalation", "audit_seq")
-OPTIONAL = ("context", "outcome", "provisional", "parallel", "gate_jumps", "held", "picture")
-STATUSES = ("active", "escalated", "completed", "expired", "ended", "aborted", "withdrawn")
+OPTIONAL = ("context", "outcome", "provisional", "parallel", "gate_jumps", "held", "picture", "paused",
+            "steps_skipped", "attempts_restored", "gate")
+STATUSES = ("active", "escalated", "completed", "expired", "ended", "aborted", "withdrawn", "stopped")
 NODE_OUTCOMES = ("pending", "success", "fail", "skipped", "partial_success")
 LAST_OUTCOMES = ("", "success", "retry", "exhausted")
 ROUTED = ("success", "partial_success", "retry", "fail", "skipped")
@@ -370,6 +392,9 @@ def _plan_rules(s: dict[str, Any], plan: Any) -> Iterator[str]:
         missing = [n for n in ids if n not in nodes]
         if missing:
             yield f"field '{key}' names node {_short(missing[0])}, which plan '{plan.id}' does not have"
+    gate = s.get("gate")
+    if gate is not None and gate["node"] not in nodes:
+        yield f"field 'gate' names node {_short(gate['node'])}, which plan '{plan.id}' does not have"
     yield _rest_problem(s, plan)
     yield _steps_problem(s, plan)
     if s["total_nodes"] != len(plan.task_ids):

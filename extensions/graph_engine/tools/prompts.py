@@ -268,3 +268,61 @@ def _linear_sections(plan: Plan) -> Iterator[Section]:
         engine._linear_verdict(nxt, node, Verdict(True, "the check passed"), "")
         run = nxt
     yield Section("completion", _seen(run))
+
+
+# ── the user's controls ─────────────────────────────────────────────────────
+
+
+def control_document(plan: Plan, library: list[Plan]) -> str:
+    """What the model reads in the call that answers each of the user's controls, for a run of ``plan``."""
+    head = f"# Texts the model reads when the user steers a run of '{plan.id}' ({plan.name})\n"
+    return head + "".join(f"\n=== {s.title} ===\n{s.text}\n" for s in control_sections(plan, library))
+
+
+def control_sections(plan: Plan, library: list[Plan]) -> Iterator[Section]:
+    """Each control said at the run's second step (its first step done), through ``engine.step`` as the
+    companion hook calls it; then the answers when no run is active."""
+    order = [n for n in plan.success_path if plan.nodes[n].type == "task"]
+    mid = simulate.start(plan)
+    for _ in range(MAX_DRIVE):
+        if mid.fx.ended or mid.state["current_node"] != order[0]:
+            break
+        mid = _act(mid, passed=True)
+    first = order[0].replace("_", " ")
+    other = next((p for p in library if p.id != plan.id), plan)
+    said = [("workflow status", "status"), ("skip this step", "skip"), (f"go back to the {first} step", "back"),
+            ("go back to the moon step", "back, to a step the plan does not have"), ("retry this step", "retry"),
+            ("pause the workflow", "pause"), ("restart the workflow", "restart"), ("stop the workflow", "stop"),
+            ("list workflows", "list"), (f"start the {_bare(other.name)} workflow", "start by name"),
+            ("start the nonexistent workflow", "start, a name no plan has")]
+    for message, title in said:
+        yield Section(f"{title}: the user says {message!r}", _steered(library, plan, mid.state, message))
+    paused, _ = engine.step(library, _lookup(library, plan), copy.deepcopy(mid.state),
+                            _said("pause the workflow", "m-pause"))
+    yield Section("resume: the user says 'resume the workflow' (after 'pause the workflow')",
+                  _steered(library, plan, paused, "resume the workflow", "m-resume"))
+    for nid, node in plan.nodes.items():
+        gate = _reach(plan, nid) if node.type == "human" else None
+        if gate is not None:
+            yield Section(f"skip at human gate {nid}: the user says 'skip this step'",
+                          _steered(library, plan, gate.state, "skip this step"))
+    for message in ("stop the workflow", "skip this step", "workflow status"):
+        yield Section(f"no run active: the user says {message!r}", _steered(library, plan, None, message))
+
+
+def _bare(name: str) -> str:
+    """A plan's name as said before "workflow": "Bug Fix Workflow" -> "Bug Fix"."""
+    return name[: -len(" workflow")] if name.lower().endswith(" workflow") else name
+
+
+def _said(message: str, monologue: str) -> engine.Observation:
+    return engine.Observation(hook=engine.PROMPTS_AFTER, monologue=monologue, iteration=0, user_message=message)
+
+
+def _lookup(library: list[Plan], plan: Plan) -> engine.PlanLookup:
+    return lambda pid, version: plan if pid == plan.id else next((p for p in library if p.id == pid), None)
+
+
+def _steered(library: list[Plan], plan: Plan, state: dict | None, message: str, monologue: str = "m-ctl") -> str:
+    _, fx = engine.step(library, _lookup(library, plan), copy.deepcopy(state), _said(message, monologue))
+    return fx.context or ""
