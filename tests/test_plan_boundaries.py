@@ -440,3 +440,16 @@ def test_a_dot_file_over_its_size_limit_is_refused_unread_and_the_library_loads(
     assert engine_plans == cli_plans == ["good"]
     line, = [x for x in engine_lines if "big.dot" in x]
     assert f"over the {MAX_DOT_BYTES:,} byte limit" in line and "is not loaded" in line
+
+
+def test_the_issues_weight_reproducer_beside_the_shipped_library_leaves_every_plan_working(tmp_path):
+    import shutil
+
+    from graph_engine.tools.standin import LIBRARY
+
+    path = tmp_path / "htn_plan_library.json"
+    shutil.copy(LIBRARY, path)
+    (tmp_path / "w.dot").write_text("digraph{B->C[weight=3]}")
+    (engine_plans, engine_lines), (cli_plans, _) = both_loads(path)
+    assert engine_plans == cli_plans == sorted(json.loads(LIBRARY.read_text())["plans"])
+    assert engine_lines and all("w.dot" in line or "dot_plan" in line for line in engine_lines)
