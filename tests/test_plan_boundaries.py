@@ -380,17 +380,22 @@ def test_the_export_of_a_shipped_plan_saved_beside_the_library_leaves_every_ship
     assert f"[duplicate_plan] digraph 'bugfix_workflow' names a plan already defined in {path}" in line
 
 
+def fail_for_unlucky(monkeypatch, module, name, error):
+    """Make ``module.name`` raise ``error`` for the plan or graph named 'unlucky' (a fault in the engine)."""
+    real = getattr(module, name)
+
+    def failing(item):
+        if getattr(item, "id", None) == "unlucky" or getattr(item, "name", None) == "unlucky":
+            raise error
+        return real(item)
+
+    monkeypatch.setattr(module, name, failing)
+
+
 def test_should_checking_a_plan_fail_only_that_plan_is_disabled_with_one_line(tmp_path, monkeypatch):
     import graph_engine.library as library
 
-    real = library.lint_plan
-
-    def failing_for_one(plan):
-        if plan.id == "unlucky":
-            raise IndexError("a fault in the checker")
-        return real(plan)
-
-    monkeypatch.setattr(library, "lint_plan", failing_for_one)
+    fail_for_unlucky(monkeypatch, library, "lint_plan", IndexError("a fault in the checker"))
     path = write_library(tmp_path, {"unlucky": good_plan("U", "unlucky words"), "good": good_plan()})
     (engine_plans, engine_lines), (cli_plans, _) = both_loads(path)
     assert engine_plans == cli_plans == ["good"]
@@ -401,14 +406,7 @@ def test_should_checking_a_plan_fail_only_that_plan_is_disabled_with_one_line(tm
 def test_should_mapping_a_dot_file_fail_only_that_file_is_refused(tmp_path, monkeypatch):
     import graph_engine.dot_plan as dot_plan
 
-    real = dot_plan.to_plan
-
-    def failing_for_one(graph):
-        if graph.name == "unlucky":
-            raise KeyError("a fault in the mapper")
-        return real(graph)
-
-    monkeypatch.setattr(dot_plan, "to_plan", failing_for_one)
+    fail_for_unlucky(monkeypatch, dot_plan, "to_plan", KeyError("a fault in the mapper"))
     ok = 'digraph {} {{ start [shape=Mdiamond] exit [shape=Msquare] start -> t t [prompt="t"] t -> exit }}'
     path = write_library(tmp_path, {"good": good_plan()},
                          dots={"a.dot": ok.format("unlucky"), "b.dot": ok.format("fine")})
@@ -442,3 +440,16 @@ def test_a_dot_file_over_its_size_limit_is_refused_unread_and_the_library_loads(
     assert engine_plans == cli_plans == ["good"]
     line, = [x for x in engine_lines if "big.dot" in x]
     assert f"over the {MAX_DOT_BYTES:,} byte limit" in line and "is not loaded" in line
+
+
+def test_the_issues_weight_reproducer_beside_the_shipped_library_leaves_every_plan_working(tmp_path):
+    import shutil
+
+    from graph_engine.tools.standin import LIBRARY
+
+    path = tmp_path / "htn_plan_library.json"
+    shutil.copy(LIBRARY, path)
+    (tmp_path / "w.dot").write_text("digraph{B->C[weight=3]}")
+    (engine_plans, engine_lines), (cli_plans, _) = both_loads(path)
+    assert engine_plans == cli_plans == sorted(json.loads(LIBRARY.read_text())["plans"])
+    assert engine_lines and all("w.dot" in line or "dot_plan" in line for line in engine_lines)
