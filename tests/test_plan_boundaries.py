@@ -362,3 +362,94 @@ def test_a_compressed_tool_result_whose_file_is_a_fifo_is_judged_on_its_short_te
                                                             "REMOVED TO SAVE SPACE\n>>", "file": str(fifo)})}
     s.run_pass(Reply(warning="You have misformatted your message. Follow system prompt instructions."))
     assert events(s, "node_verified")[0]["reason"] == "found 'Traceback (most recent call last)'"
+
+
+def test_the_export_of_a_shipped_plan_saved_beside_the_library_leaves_every_shipped_plan_working(tmp_path, capsys):
+    import shutil
+
+    from graph_engine.tools import cli
+    from graph_engine.tools.standin import LIBRARY
+
+    path = tmp_path / "htn_plan_library.json"
+    shutil.copy(LIBRARY, path)
+    assert cli.main(["export", "--plan", "bugfix_workflow"]) == 0  # the shipped library
+    (tmp_path / "bugfix_workflow.dot").write_text(capsys.readouterr().out)
+    (engine_plans, engine_lines), (cli_plans, _) = both_loads(path)
+    assert engine_plans == cli_plans == sorted(json.loads(LIBRARY.read_text())["plans"])
+    line, = [x for x in engine_lines if "bugfix_workflow.dot" in x]
+    assert f"[duplicate_plan] digraph 'bugfix_workflow' names a plan already defined in {path}" in line
+
+
+def fail_for_unlucky(monkeypatch, module, name, error):
+    """Make ``module.name`` raise ``error`` for the plan or graph named 'unlucky' (a fault in the engine)."""
+    real = getattr(module, name)
+
+    def failing(item):
+        if getattr(item, "id", None) == "unlucky" or getattr(item, "name", None) == "unlucky":
+            raise error
+        return real(item)
+
+    monkeypatch.setattr(module, name, failing)
+
+
+def test_should_checking_a_plan_fail_only_that_plan_is_disabled_with_one_line(tmp_path, monkeypatch):
+    import graph_engine.library as library
+
+    fail_for_unlucky(monkeypatch, library, "lint_plan", IndexError("a fault in the checker"))
+    path = write_library(tmp_path, {"unlucky": good_plan("U", "unlucky words"), "good": good_plan()})
+    (engine_plans, engine_lines), (cli_plans, _) = both_loads(path)
+    assert engine_plans == cli_plans == ["good"]
+    line, = [x for x in engine_lines if "'unlucky'" in x]
+    assert "the engine could not check this plan (IndexError: a fault in the checker)" in line
+
+
+def test_should_mapping_a_dot_file_fail_only_that_file_is_refused(tmp_path, monkeypatch):
+    import graph_engine.dot_plan as dot_plan
+
+    fail_for_unlucky(monkeypatch, dot_plan, "to_plan", KeyError("a fault in the mapper"))
+    ok = 'digraph {} {{ start [shape=Mdiamond] exit [shape=Msquare] start -> t t [prompt="t"] t -> exit }}'
+    path = write_library(tmp_path, {"good": good_plan()},
+                         dots={"a.dot": ok.format("unlucky"), "b.dot": ok.format("fine")})
+    (engine_plans, engine_lines), (cli_plans, _) = both_loads(path)
+    assert engine_plans == cli_plans == ["fine", "good"]
+    assert any("a.dot is not loaded" in x and "could not check" in x for x in engine_lines)
+
+
+def test_deep_subgraphs_are_refused_after_reading_little_more_than_the_limit(monkeypatch):
+    from graph_engine import dot
+
+    calls = [0]
+    real = dot._Parser.peek
+
+    def counted(self, k=0):
+        calls[0] += 1
+        return real(self, k)
+
+    monkeypatch.setattr(dot._Parser, "peek", counted)
+    with pytest.raises(dot.DotSyntaxError, match="nested more than 64 deep"):
+        dot.parse("digraph deep { " + "subgraph { " * 10_000 + "a" + " }" * 10_000 + " }")
+    assert calls[0] < 20_000  # each level's label scan reading to the end of the file: over a million
+
+
+def test_a_dot_file_over_its_size_limit_is_refused_unread_and_the_library_loads(tmp_path):
+    from graph_engine.library import MAX_DOT_BYTES
+
+    big = "digraph big { " + "// padding\n" * (MAX_DOT_BYTES // 11 + 1) + "}"
+    path = write_library(tmp_path, {"good": good_plan()}, dots={"big.dot": big})
+    (engine_plans, engine_lines), (cli_plans, _) = both_loads(path)
+    assert engine_plans == cli_plans == ["good"]
+    line, = [x for x in engine_lines if "big.dot" in x]
+    assert f"over the {MAX_DOT_BYTES:,} byte limit" in line and "is not loaded" in line
+
+
+def test_the_issues_weight_reproducer_beside_the_shipped_library_leaves_every_plan_working(tmp_path):
+    import shutil
+
+    from graph_engine.tools.standin import LIBRARY
+
+    path = tmp_path / "htn_plan_library.json"
+    shutil.copy(LIBRARY, path)
+    (tmp_path / "w.dot").write_text("digraph{B->C[weight=3]}")
+    (engine_plans, engine_lines), (cli_plans, _) = both_loads(path)
+    assert engine_plans == cli_plans == sorted(json.loads(LIBRARY.read_text())["plans"])
+    assert engine_lines and all("w.dot" in line or "dot_plan" in line for line in engine_lines)

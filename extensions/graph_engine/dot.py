@@ -374,6 +374,8 @@ class _Parser:
                 return ""
             if tok[0] in ("{", "["):
                 depth += 1
+                if self.depth + depth > MAX_DEPTH:  # the parse refuses this nesting: no need to read further
+                    return ""
             elif tok[0] in ("}", "]"):
                 if depth == 0:
                     return ""

@@ -16,10 +16,11 @@ from typing import Any, Mapping
 
 from .lint import ERROR, Diagnostic, cross_plan_triggers, diag, lint_plan, raw_structure
 from .model import Plan, PlanError, compile_plan
-from .reading import MAX_DEPTH, decode_text, read_regular, scan_document, value_problem
+from .reading import MAX_DEPTH, TooLarge, decode_text, read_regular, scan_document, value_problem
 from .schema import SCHEMA_OFF, find_schema, jsonschema_available, load_schema, validate_plan, validate_top
 
 PLAN_DOC = "docs/plan-authoring.md"
+CHECK_FAILED = "the engine could not check this plan"
 UNUSABLE_FIX = f"write a finite number, a shorter integer or plain text there, nested at most {MAX_DEPTH} deep"
 
 MAX_LIBRARY_BYTES = 20 * 1024 * 1024  # for up to MAX_PLANS plans; a higher GRAPH_ENGINE_MAX_PLANS raises it
@@ -66,12 +67,21 @@ class Checked:
 
 
 def check_plan(plan_id: str, raw: Any, schema: dict[str, Any] | None) -> Checked:
-    """Schema, compile and lint one plan.  Never raises for the plan's fault."""
+    """Schema, compile and lint one plan.  Never raises: should the checking itself fail, this plan alone is
+    disabled, with one finding that says so."""
     started = time.perf_counter()
+    try:
+        checked = _check_plan(plan_id, raw, schema)
+    except Exception as exc:  # noqa: BLE001 - the checker's own fault must not switch the other plans off
+        checked = Checked(None, (diag("schema", plan_id, f"{CHECK_FAILED} ({type(exc).__name__}: {exc})",
+                                      "please report it with the plan; the other plans are not affected"),))
+    return replace(checked, seconds=time.perf_counter() - started)
+
+
+def _check_plan(plan_id: str, raw: Any, schema: dict[str, Any] | None) -> Checked:
     unusable = value_problem(raw, f"plans.{plan_id}")
     if unusable is not None:  # nothing else reads the value: it may be too deep for their recursion
-        return Checked(None, (diag("schema", plan_id, f"{unusable[0]}: {unusable[1]}", UNUSABLE_FIX),), None,
-                       time.perf_counter() - started)
+        return Checked(None, (diag("schema", plan_id, f"{unusable[0]}: {unusable[1]}", UNUSABLE_FIX),))
     found = []
     if schema is not None:
         for p in validate_plan(plan_id, raw, schema):
@@ -79,7 +89,7 @@ def check_plan(plan_id: str, raw: Any, schema: dict[str, Any] | None) -> Checked
             found.append(diag(rule, p.plan, f"{p.path}: {p.message}", f"see the field in {PLAN_DOC}"))
     if found:  # compiling would only repeat it; the structure can still be read
         found += [d for d in raw_structure(plan_id, raw) if d.rule in ("reachability", "condition_syntax")]
-        return Checked(None, tuple(found), None, time.perf_counter() - started)
+        return Checked(None, tuple(found))
     try:
         plan = compile_plan(plan_id, raw)
     except PlanError as exc:
@@ -87,9 +97,9 @@ def check_plan(plan_id: str, raw: Any, schema: dict[str, Any] | None) -> Checked
         if exc.rule not in {d.rule for d in structure}:
             found.append(diag(exc.rule, plan_id, f"{exc.path}: {exc.problem}", exc.fix))
         found += structure
-        return Checked(None, tuple(found), None, time.perf_counter() - started)
+        return Checked(None, tuple(found))
     report = lint_plan(plan)
-    return Checked(plan, tuple(report.diagnostics), report.worst_case_turns, time.perf_counter() - started)
+    return Checked(plan, tuple(report.diagnostics), report.worst_case_turns)
 
 
 def document_problems(data: Any, path: str, schema: dict[str, Any] | None) -> tuple[dict[str, Any], list[Diagnostic]]:
@@ -206,9 +216,7 @@ def read_library(path: str) -> bytes:
     """The library file's bytes.  Raises ValueError with a readable message when it cannot be used."""
     try:
         blob = read_regular(path, library_limit(), "plan library")
-    except ValueError as exc:
-        if "byte limit" not in str(exc):
-            raise
+    except TooLarge as exc:
         raise ValueError(f"{exc} ({BYTES_PER_PLAN // 1024} kB per plan GRAPH_ENGINE_MAX_PLANS allows, at least "
                          f"{MAX_LIBRARY_BYTES // 2**20} MB); split the library, or raise GRAPH_ENGINE_MAX_PLANS"
                          ) from None
@@ -253,7 +261,13 @@ def with_dot_plans(data: Any, path: str, dots: list[str]) -> Library:
         if graph is None:
             extra.append(refused)
             continue
-        pid, plan, found = to_plan(graph)
+        try:
+            pid, plan, found = to_plan(graph)
+        except Exception as exc:  # noqa: BLE001 - the mapper's own fault: this file alone is refused
+            extra.append(replace(diag("schema", dot_path, f"{CHECK_FAILED} ({type(exc).__name__}: {exc})",
+                                      "please report it with the file; the other plans are not affected"),
+                                 file=dot_path))
+            continue
         if pid in plans:  # the plan already there keeps working; this file is the one refused
             first = positions[pid][0] if pid in positions else path
             extra.append(replace(diag("duplicate_plan", dot_path, f"digraph '{pid}' names a plan already defined "

@@ -29,6 +29,10 @@ class ReadError(ValueError):
     """A file that cannot be read: one line naming it, why, and what to do."""
 
 
+class TooLarge(ReadError):
+    """A regular file over the size limit."""
+
+
 def _kind(mode: int) -> str:
     if stat.S_ISDIR(mode):
         return "a folder"
@@ -54,7 +58,7 @@ def read_regular(path: str, limit: int, what: str = "file", prefix: bool = False
         if not stat.S_ISREG(st.st_mode):
             raise ReadError(f"{path}: the {what} is {_kind(st.st_mode)}, not a regular file; give a file's path")
         if st.st_size > limit and not prefix:
-            raise ReadError(f"{path}: the {what} is {st.st_size:,} bytes, over the {limit:,} byte limit")
+            raise TooLarge(f"{path}: the {what} is {st.st_size:,} bytes, over the {limit:,} byte limit")
         chunks, left = [], limit + (0 if prefix else 1)
         step = max(st.st_size + 1, 1 << 16)  # the whole file in one read, as a rule
         while left > 0:
@@ -69,7 +73,7 @@ def read_regular(path: str, limit: int, what: str = "file", prefix: bool = False
         os.close(fd)
     blob = b"".join(chunks)
     if len(blob) > limit:  # it grew while being read
-        raise ReadError(f"{path}: the {what} is over the {limit:,} byte limit")
+        raise TooLarge(f"{path}: the {what} is over the {limit:,} byte limit")
     return blob
 
 
@@ -201,24 +205,29 @@ def _skip(text: str, i: int) -> int:
 
 def value_problem(value: Any, where: str) -> tuple[str, str] | None:
     """The first thing in a parsed value that a plan cannot hold, as (JSON path, what is wrong), read without
-    recursion: nesting deeper than MAX_DEPTH, an ``Unusable`` marker, a lone surrogate in a text."""
-    todo: list[tuple[Any, str, int]] = [(value, where, 0)]
+    recursion: nesting deeper than MAX_DEPTH, an ``Unusable`` marker, a lone surrogate in a text.  The paths are
+    spelt out only when there is something to report (most values are fine: no text is built for them)."""
+    return _problem(value, where) if _problem(value, None) is not None else None
+
+
+def _problem(value: Any, where: str | None) -> tuple[str, str] | None:
+    todo: list[tuple[Any, str | None, int]] = [(value, where, 0)]
     while todo:
         item, path, depth = todo.pop()
         if depth > MAX_DEPTH:
-            return path, f"nested more than {MAX_DEPTH} deep"
+            return path or "", f"nested more than {MAX_DEPTH} deep"
         if isinstance(item, Unusable):
-            return path, str(item)
+            return path or "", str(item)
         if isinstance(item, str):
             if not item.isascii() and _lone_surrogate(item):
-                return path, "holds a lone surrogate (a \\ud800-\\udfff escape without its pair)"
+                return path or "", "holds a lone surrogate (a \\ud800-\\udfff escape without its pair)"
         elif isinstance(item, dict):
             for key, sub in item.items():
                 if not key.isascii() and _lone_surrogate(key):
-                    return path, f"a key {key!r} holds a lone surrogate"
-                todo.append((sub, f"{path}.{key}", depth + 1))
+                    return path or "", f"a key {key!r} holds a lone surrogate"
+                todo.append((sub, None if path is None else f"{path}.{key}", depth + 1))
         elif isinstance(item, list):
-            todo.extend((sub, f"{path}[{i}]", depth + 1) for i, sub in enumerate(item))
+            todo.extend((sub, None if path is None else f"{path}[{i}]", depth + 1) for i, sub in enumerate(item))
     return None
 
 

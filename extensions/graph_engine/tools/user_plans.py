@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..library import check_document
+from ..library import check_document, parse_json
 from ..lint import ERROR
 from ..model import plan_version
 
@@ -47,7 +47,7 @@ def read_plans(path: Path) -> tuple[dict[str, Any], str]:
         return {}, ""
     try:
         data = json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested deeper than json reads
         return {}, f"not a JSON library ({exc})"
     plans = data.get("plans") if isinstance(data, dict) else None
     if not isinstance(plans, dict):
@@ -90,7 +90,7 @@ def merge(shipped_path: Path, live: list[Path], recorded: dict[str, str], histor
         out.beside = dump({"_about": "The shipped versions of plans you edited; your versions stay in "
                                      "htn_plan_library.json. Take one with: install_graph_engine.sh --take-shipped ID",
                            "_meta": shipped.get("_meta", {}), "plans": beside})
-    lib = check_document(json.loads(out.data), str(shipped_path))
+    lib = check_document(parse_json(out.data), str(shipped_path))  # read as the engine will read it
     for d in lib.diagnostics:
         if d.severity == ERROR and d.plan in user and all(p != d.plan for p, _ in out.disabled):
             out.disabled.append((d.plan, f"[{d.rule}] {d.message} (fix: {d.fix})"))
