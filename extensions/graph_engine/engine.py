@@ -656,7 +656,7 @@ def _on_message(plans: Iterable[Plan], run: Run | None, obs: Observation, fx: Ef
         fx.notice, fx.context, fx.ended = fx.context or "", None, ""
     if d.match is None:
         return None, False
-    new = _activate(d.match.plan, obs, fx, d.match.hits)
+    new = _activate(d.match, obs, fx)
     if new is not None:
         new.state["message_monologue"] = key
         if provisional:
@@ -688,7 +688,7 @@ def _confirm(plans: Iterable[Plan], run: Run, obs: Observation, fx: Effects, sta
     if full is None:
         return None
     fx.notice, fx.context, fx.ended = fx.context or "", None, ""
-    new = _activate(full.plan, obs, fx, full.hits)
+    new = _activate(full, obs, fx)
     if new is not None:
         new.state["message_monologue"] = obs.message_id
     return new
@@ -711,15 +711,18 @@ def _end(run: Run, title: str, reason: str) -> None:
     _finish(run, title.lower(), render.ended_notice(run.state, title, reason, run.plan))
 
 
-def _activate(plan: Plan, obs: Observation, fx: Effects, hits: Sequence[str]) -> Run | None:
+def _activate(match: Match, obs: Observation, fx: Effects) -> Run | None:
+    plan, hits = match.plan, match.hits
     state = new_state(plan, obs.monologue, obs.pass_key, obs.global_turn)
     run = Run(plan=plan, state=state, fx=fx)
-    emit(state, "plan_activated", node=plan.start, plan=plan.id, version=plan.version, triggers=list(hits))
+    why = {} if match.meaning is None else {"meaning": {"score": round(match.meaning.total, 3),
+                                                       "example": match.meaning.example}}
+    emit(state, "plan_activated", node=plan.start, plan=plan.id, version=plan.version, triggers=list(hits), **why)
     push_path(state, plan.start)
     emit(state, "node_entered", node=plan.start)
     kind = "Graph" if plan.mode == "graph" else "Linear"
     fx.log("info", f"[HTN] {kind} plan activated: {plan.name} ({render.plural(plan.total_steps, 'step')}; "
-                   f"matched {', '.join(repr(h) for h in hits)})")
+                   f"{match.why()})")
     if plan.mode == "graph":
         _settle(run)  # may end at once: an exit or escalation right after start
     return _alive(run)

@@ -1,0 +1,299 @@
+"""Which plan a message asks for, by meaning: people describe their problem, they do not type trigger phrases.
+
+The model is ``wordllama``'s static token embeddings (its PyPI wheel ships the 256-dimension table and the
+tokenizer: no download, CPU only, a few tens of microseconds per message).  Without the package (or numpy) the
+engine matches by words alone and says so in one log line (``unavailable``).
+
+A plan is described by its name, trigger phrases and ``examples`` (requests that must start it); its
+``not_examples`` are messages near its topic that must start nothing.  What a plan's texts give is computed
+once per content (``PlanVectors``, kept by a hash of the texts), so a reload only embeds the plans that changed.
+
+A message's score for a plan adds two parts (both in ``Scores``):
+
+* ``words``: each content word of the message (stop words, numbers and pieces shorter than 3 letters left out)
+  finds its nearest word among the plan's words; a pair whose cosine reaches ``WORD_CUT`` counts that cosine
+  times how rare the plan's word is among the plans (``log(1 + plans / plans using it)``), summed over the
+  message's words and divided by their number (at least ``MIN_WORDS``) plus one.  "containerise the service" finds "docker",
+  "container" and "image" in the docker plan's examples; "the" finds nothing anywhere.
+* ``sentence``: the mean of the two best cosines between the message's sentence vector (its words' vectors
+  summed, stop words at ``STOP_WEIGHT``) and the plan's name and examples, times ``SENTENCE_WEIGHT``.
+
+The best plan starts when its score reaches ``THRESHOLD`` (``DOMAIN_THRESHOLD`` when the belief-state domain
+is one of the plan's domains), it leads the next plan by ``MARGIN``, and the message is not closer to some
+plan's not-example than to the winner's nearest example.  The constants are calibrated on the project's
+labelled set (``graph-engine triggers --calibrate``; see the README).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+WORD_CUT = 0.5
+STOP_WEIGHT = 0.3
+SENTENCE_WEIGHT = 0.5
+MIN_WORDS = 2  # a message with fewer content words is scored as if it had this many (one rare word is no request)
+THRESHOLD = 1.15
+DOMAIN_THRESHOLD = 0.80
+MARGIN = 0.05
+SHORTLIST = 24  # plans scored in full; a larger library is cut to the plans nearest in meaning first
+MAX_CHARS = 2_000  # of a message: the words that decide (a pasted log adds noise, not meaning)
+CACHE_PLANS = 4_096  # PlanVectors kept by content hash
+
+STOP_WORDS = frozenset("""a an the to of in on for and or but is are was were be been being it its this that these
+those i me my mine we our ours us you your yours he she they them their with at by from as into onto about please
+pls can could would will should shall may might must do does did done doing have has had just so some any all not
+no yes ok okay hey hi hello then there here what which who whom how why when where get got gets make makes made
+let lets i'm it's i'd i'll don't can't need needs want wants like one new up out over off own same too very also
+again still now thanks thank than more most much many each every other another such only really something
+anything""".split())
+
+
+def unavailable() -> str:
+    """Why matching by meaning is off ("" when it is on); loads the model on first call."""
+    return _model()[1]
+
+
+def encoder() -> Encoder | None:
+    return _model()[0]
+
+
+_LOCK = threading.Lock()
+_LOADED: list[tuple[Encoder | None, str]] = []
+
+
+def _model() -> tuple[Encoder | None, str]:
+    if _LOADED:
+        return _LOADED[0]
+    with _LOCK:
+        if not _LOADED:
+            _LOADED.append(_load())
+    return _LOADED[0]
+
+
+def _load() -> tuple[Encoder | None, str]:
+    try:
+        import os
+
+        import numpy as np
+        import wordllama
+        from wordllama import WordLlama
+    except ImportError as exc:
+        return None, (f"matching by words only: {exc.name or 'wordllama'} is not installed "
+                      f"(pip install wordllama to match requests by meaning)")
+    try:  # the wheel ships the table and the tokenizer; the package folder is the cache, so nothing downloads
+        folder = os.path.dirname(wordllama.__file__)
+        model = WordLlama.load(config="l2_supercat", dim=256, cache_dir=folder, disable_download=True)
+        return Encoder(model.tokenizer, np.asarray(model.embedding, dtype=np.float32)), ""
+    except Exception as exc:  # a broken install: words still work
+        return None, f"matching by words only: wordllama could not load its model ({type(exc).__name__}: {exc})"
+
+
+class Encoder:
+    """Token ids and vectors of a text: the tokenizer plus the static table (rows scaled to length 1)."""
+
+    def __init__(self, tokenizer: Any, table: Any) -> None:
+        import numpy as np
+        self.np = np
+        self.tokenizer = tokenizer
+        norms = np.linalg.norm(table, axis=1)
+        self.unit = table / np.maximum(norms, 1e-9)[:, None]
+        self.norms = norms.astype(np.float32)
+        content = np.zeros(len(table), dtype=bool)
+        for piece, i in tokenizer.get_vocab().items():
+            word = piece.lstrip("\u2581").lower()
+            if i < len(table) and len(word) >= 3 and word.isalpha() and word not in STOP_WORDS:
+                content[i] = True
+        self.content = content
+
+    def ids(self, text: str) -> Any:
+        np = self.np
+        ids = np.asarray(self.tokenizer.encode(text[:MAX_CHARS].lower(), add_special_tokens=False).ids,
+                         dtype=np.int64)
+        return ids[ids < len(self.unit)]
+
+    def words(self, ids: Any) -> Any:
+        """The distinct content-word ids."""
+        return self.np.unique(ids[self.content[ids]])
+
+    def sentence(self, ids: Any) -> Any:
+        """A text's vector, length 1 (zero for a text without words)."""
+        np = self.np
+        if not len(ids):
+            return np.zeros(self.unit.shape[1], dtype=np.float32)
+        weights = np.where(self.content[ids], 1.0, STOP_WEIGHT).astype(np.float32) * self.norms[ids]
+        v = weights @ self.unit[ids]
+        n = float(np.linalg.norm(v))
+        return v / n if n else v
+
+
+@dataclass(frozen=True)
+class PlanVectors:
+    """What one plan's texts give the matcher."""
+
+    words: Any  # distinct content-word ids of the name, trigger phrases and examples
+    texts: tuple[str, ...]  # the name and examples, in this order
+    sentences: Any  # their vectors (rows)
+    not_examples: tuple[str, ...]
+    not_sentences: Any
+
+
+_VECTORS: dict[str, PlanVectors] = {}
+
+
+def plan_texts(plan: Any) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(texts scored as sentences, phrases that add words only, not-examples) of a plan or a plan head."""
+    return ((plan.name, *getattr(plan, "examples", ())), (*plan.triggers, *plan.strong_triggers),
+            tuple(getattr(plan, "not_examples", ())))
+
+
+def vectors(enc: Encoder, plan: Any) -> PlanVectors:
+    texts, phrases, nots = plan_texts(plan)
+    key = hashlib.sha256("\x00".join((*texts, "\x01", *phrases, "\x01", *nots)).encode()).hexdigest()
+    found = _VECTORS.get(key)
+    if found is not None:
+        return found
+    np = enc.np
+    ids = [enc.ids(t) for t in texts]
+    words = np.unique(np.concatenate([enc.words(i) for i in ids + [enc.ids(p) for p in phrases]]))
+    dim = enc.unit.shape[1]
+    not_rows = [enc.sentence(enc.ids(t)) for t in nots]
+    pv = PlanVectors(words=words, texts=texts, sentences=np.stack([enc.sentence(i) for i in ids]),
+                     not_examples=nots,
+                     not_sentences=np.stack(not_rows) if not_rows else np.zeros((0, dim), dtype=np.float32))
+    if len(_VECTORS) >= CACHE_PLANS:
+        _VECTORS.pop(next(iter(_VECTORS)))
+    _VECTORS[key] = pv
+    return pv
+
+
+@dataclass(frozen=True)
+class Scores:
+    """One plan's meaning score for a message, and why."""
+
+    plan_id: str
+    words: float
+    sentence: float
+    example: str  # the plan's text nearest the message
+    cosine: float  # ... and its cosine
+
+    @property
+    def total(self) -> float:
+        return self.words + self.sentence
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The plans ranked for one message, and the not-example nearest it."""
+
+    ranked: tuple[Scores, ...]
+    not_example: str = ""
+    not_cosine: float = -1.0
+
+    def winner(self, domains_of: Any, domain: str | None, threshold: float = THRESHOLD,
+               domain_threshold: float = DOMAIN_THRESHOLD, margin: float = MARGIN) -> tuple[Scores | None, str]:
+        """The plan the message starts (None and why not).  ``domains_of(plan_id)``: the plan's domains."""
+        if not self.ranked:
+            return None, "no plan is near it"
+        best = self.ranked[0]
+        agrees = bool(domain) and domain in domains_of(best.plan_id)
+        need = domain_threshold if agrees else threshold
+        if best.total < need:
+            return None, f"best score {best.total:.2f} is below {need:.2f}" + (" (domain agrees)" if agrees else "")
+        if len(self.ranked) > 1 and best.total - self.ranked[1].total < margin:
+            return None, f"'{self.ranked[1].plan_id}' is as near ({self.ranked[1].total:.2f})"
+        if self.not_cosine >= best.cosine:
+            return None, f"it is nearer the not-example '{self.not_example}' ({self.not_cosine:.2f})"
+        return best, ""
+
+
+class Index:
+    """Every plan's vectors and how rare each plan word is among the plans; built when the plans change."""
+
+    def __init__(self, enc: Encoder, plans: Iterable[Any]) -> None:
+        np = enc.np
+        self.enc = enc
+        self.ids: list[str] = []
+        self.plans: list[PlanVectors] = []
+        for plan in plans:
+            self.ids.append(plan.id)
+            self.plans.append(vectors(enc, plan))
+        n = len(self.plans)
+        counts: dict[int, int] = {}
+        for pv in self.plans:
+            for w in pv.words.tolist():
+                counts[w] = counts.get(w, 0) + 1
+        self.rarity = [np.array([math.log(1 + n / counts[w]) for w in pv.words.tolist()], dtype=np.float32)
+                       for pv in self.plans]
+        dim = enc.unit.shape[1]
+        self.centroids = np.stack([_unit(np, pv.sentences.mean(axis=0)) for pv in self.plans]) if n else \
+            np.zeros((0, dim), dtype=np.float32)
+        nots = [(i, t) for i, pv in enumerate(self.plans) for t in range(len(pv.not_examples))]
+        self.not_owner = nots
+        self.not_matrix = np.concatenate([pv.not_sentences for pv in self.plans]) if n else \
+            np.zeros((0, dim), dtype=np.float32)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def verdict(self, text: str, allowed_ids: Sequence[str] | None = None) -> Verdict:
+        """The plans ranked by meaning for a message's request text (``allowed_ids``: the org filter)."""
+        enc, np = self.enc, self.enc.np
+        ids = enc.ids(text)
+        words = enc.words(ids)
+        if not len(words) or not self.ids:
+            return Verdict(())
+        sent = enc.sentence(ids)
+        q = enc.unit[words]
+        order = range(len(self.ids))
+        if len(self.ids) > SHORTLIST:
+            near = self.centroids @ sent
+            order = np.argpartition(-near, SHORTLIST)[:SHORTLIST].tolist()
+        allowed = None if allowed_ids is None else set(allowed_ids)
+        found = []
+        for i in order:
+            pid = self.ids[i]
+            if allowed is not None and pid not in allowed:
+                continue
+            pv = self.plans[i]
+            sims = q @ enc.unit[pv.words].T if len(pv.words) else np.zeros((len(words), 1), dtype=np.float32)
+            best = sims.max(axis=1)
+            gain = np.where(best >= WORD_CUT, best * self.rarity[i][sims.argmax(axis=1)], 0.0) if len(pv.words) \
+                else best * 0
+            cos = pv.sentences @ sent
+            top = np.sort(cos)[-2:]
+            k = int(cos.argmax())
+            found.append(Scores(pid, float(gain.sum()) / (max(len(words), MIN_WORDS) + 1), SENTENCE_WEIGHT * float(top.mean()),
+                                pv.texts[k], float(cos[k])))
+        found.sort(key=lambda s: (-s.total, s.plan_id))
+        if not len(self.not_matrix):
+            return Verdict(tuple(found))
+        cos = self.not_matrix @ sent
+        j = int(cos.argmax())
+        owner, t = self.not_owner[j]
+        return Verdict(tuple(found), self.plans[owner].not_examples[t], float(cos[j]))
+
+
+def _unit(np: Any, v: Any) -> Any:
+    n = float(np.linalg.norm(v))
+    return v / n if n else v
+
+
+_INDEXES: dict[tuple, Index] = {}
+
+
+def index_of(plans: Sequence[Any]) -> Index | None:
+    """The index of a set of plans (kept for the last few sets seen); None when the model is unavailable."""
+    enc = encoder()
+    if enc is None:
+        return None
+    key = tuple((p.id, plan_texts(p)) for p in plans)
+    found = _INDEXES.get(key)
+    if found is None:
+        if len(_INDEXES) >= 8:
+            _INDEXES.pop(next(iter(_INDEXES)))
+        found = _INDEXES[key] = Index(enc, plans)
+    return found
