@@ -29,8 +29,10 @@ from typing import Any, Mapping, Sequence
 
 from .library import (Checked, Library, _json_error, _problem_lines, check_document, check_plan, document_problems,
                       dot_files, library_schema, load_library_file, read_library)
+from . import meaning
 from .lint import ERROR, Diagnostic, cross_plan_triggers, shared_trigger
-from .matching import Indexed, Match, TriggerIndex, allowed, normalise, phrase_start, rank, request_text, score_plan
+from .matching import (Indexed, Match, TriggerIndex, allowed, by_meaning, normalise, phrase_start, rank, request_text,
+                       score_plan, trigger_hits)
 from .model import DEFAULT_THRESHOLD, Plan
 
 KEPT_VERSIONS = 64
@@ -48,29 +50,34 @@ _WS = " \t\n\r"
 class Head:
     """What matching reads of a plan not checked yet, taken from its JSON as compiling would take it."""
 
-    __slots__ = ("id", "triggers", "strong_triggers", "domains", "trigger_threshold")
+    __slots__ = ("id", "triggers", "strong_triggers", "domains", "trigger_threshold", "name", "examples",
+                 "not_examples")
 
     def __init__(self, plan_id: str, triggers: tuple[str, ...], strong: tuple[str, ...], domains: tuple[str, ...],
-                 threshold: int) -> None:
+                 threshold: int, name: str = "", examples: tuple[str, ...] = (),
+                 not_examples: tuple[str, ...] = ()) -> None:
         self.id, self.triggers, self.strong_triggers = plan_id, triggers, strong
         self.domains, self.trigger_threshold = domains, threshold
+        self.name, self.examples, self.not_examples = name or plan_id, examples, not_examples
 
     @classmethod
     def of(cls, plan_id: str, raw: Any) -> Head | None:
         """None when the fields matching reads are not of their types (the check will disable the plan)."""
         if type(raw) is not dict:
             return None
-        weak, strong, domains = (raw.get(key, []) for key in ("triggers", "strong_triggers", "domains"))
-        threshold = raw.get("trigger_threshold", DEFAULT_THRESHOLD)
+        weak, strong, domains, examples, nots = (raw.get(key, []) for key in (
+            "triggers", "strong_triggers", "domains", "examples", "not_examples"))
+        threshold, name = raw.get("trigger_threshold", DEFAULT_THRESHOLD), raw.get("name", plan_id)
         if type(weak) is not list or type(strong) is not list or type(domains) is not list or \
-                type(threshold) is not int:
+                type(threshold) is not int or type(examples) is not list or type(nots) is not list or \
+                type(name) is not str:
             return None
         try:  # every item text (join refuses anything else, at C speed)
-            "".join(weak), "".join(strong), "".join(domains)
+            "".join(weak), "".join(strong), "".join(domains), "".join(examples), "".join(nots)
         except TypeError:
             return None
         return cls(plan_id, tuple(t.lower().strip() for t in weak), tuple(t.lower().strip() for t in strong),
-                   tuple(domains), threshold)
+                   tuple(domains), threshold, name.strip(), tuple(examples), tuple(nots))
 
 
 class Catalogue(Indexed):
@@ -85,6 +92,8 @@ class Catalogue(Indexed):
         self.checked: dict[str, Checked] = {}
         self.heads: dict[str, Any] = {}  # plan id -> what matching reads (the compiled plan once checked)
         self.index = TriggerIndex()
+        self._meaning: meaning.Index | None = None  # built when a message first needs it
+        self._texts: dict[str, tuple] = {}  # plan id -> the texts its meaning vectors come from
         self._starts_nothing: str | None = None  # the last message found to start no plan
         self._owners: dict[str, list[str]] = {}  # after settling: trigger phrase -> plans listing it, file order
         self._phrases: dict[str, tuple[str, ...]] = {}  # ... and plan id -> its phrases
@@ -114,6 +123,13 @@ class Catalogue(Indexed):
         return cat
 
     def _file(self, pid: str, head: Any) -> None:
+        texts = meaning.plan_texts(head) if head is not None else None
+        if self._texts.get(pid) != texts:  # compiling a plan changes none of its texts: the index stays
+            self._meaning = None
+            if texts is None:
+                self._texts.pop(pid, None)
+            else:
+                self._texts[pid] = texts
         if head is None:
             self.heads.pop(pid, None)
             self.index.remove(pid)
@@ -141,7 +157,31 @@ class Catalogue(Indexed):
             plan = self.get(m.plan.id)  # a plan with an error is skipped, as a full load leaves it out
             if plan is not None:
                 return m if m.plan is plan else replace(m, plan=plan)
-        return None
+        named = [pid for pid in self.index.candidates(text)
+                 if trigger_hits(heads[pid].triggers + heads[pid].strong_triggers, text)]
+        m = by_meaning(self.meaning_index(), heads.__getitem__, text, domain, allowed_plans, named)
+        plan = self.get(m.plan.id) if m is not None else None
+        if plan is None:
+            return None
+        return m if m.plan is plan else replace(m, plan=plan)
+
+    def meaning_index(self) -> meaning.Index | None:
+        """The plans' vectors for matching by meaning: built when first needed and again after a plan's texts
+        changed (each plan's vectors are kept by content, so only a changed plan is embedded again); None
+        without the model (one log line says so, once)."""
+        found = self._meaning
+        if found is not None:
+            return found
+        enc = meaning.encoder()
+        if enc is None:
+            if meaning.say_once():
+                with self._lock:
+                    self._new.append(meaning.unavailable())
+            return None
+        with self._lock:
+            if self._meaning is None:
+                self._meaning = meaning.Index(enc, list(self.heads.values()))
+            return self._meaning
 
     def may_start(self, message: str) -> bool:
         """Whether any plan's trigger phrase is in the message's request text (the words ``best`` scores):
@@ -153,6 +193,9 @@ class Catalogue(Indexed):
         heads = self.heads
         if text and any(phrase_start(t, text) >= 0 for pid in self.index.candidates(text)
                         for t in heads[pid].triggers + heads[pid].strong_triggers if t):
+            return True
+        index = self.meaning_index() if text else None
+        if index is not None and index.verdict(text).may_win():
             return True
         self._starts_nothing = message
         return False
@@ -240,6 +283,7 @@ class Catalogue(Indexed):
     def _background(self) -> None:
         time.sleep(BACKGROUND_DELAY)
         try:
+            self.meaning_index()
             self.settle(pause=BACKGROUND_PAUSE)
         except Exception as exc:  # noqa: BLE001 - said in the agent's log by the next pass, never lost
             with self._lock:

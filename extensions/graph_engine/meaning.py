@@ -61,6 +61,17 @@ def encoder() -> Encoder | None:
     return _model()[0]
 
 
+_SAID: list[bool] = []
+
+
+def say_once() -> bool:
+    """True the first time it is asked in this process: the one log line that meaning is off."""
+    if _SAID:
+        return False
+    _SAID.append(True)
+    return True
+
+
 _LOCK = threading.Lock()
 _LOADED: list[tuple[Encoder | None, str]] = []
 
@@ -209,6 +220,11 @@ class Verdict:
             return None, f"it is nearer the not-example '{self.not_example}' ({self.not_cosine:.2f})"
         return best, ""
 
+    def may_win(self) -> bool:
+        """Whether some domain and org filter could let the best plan start (False: it starts nothing)."""
+        return bool(self.ranked) and self.ranked[0].total >= min(THRESHOLD, DOMAIN_THRESHOLD) and \
+            self.not_cosine < self.ranked[0].cosine
+
 
 class Index:
     """Every plan's vectors and how rare each plan word is among the plans; built when the plans change."""
@@ -216,6 +232,7 @@ class Index:
     def __init__(self, enc: Encoder, plans: Iterable[Any]) -> None:
         np = enc.np
         self.enc = enc
+        self._last: tuple | None = None
         self.ids: list[str] = []
         self.plans: list[PlanVectors] = []
         for plan in plans:
@@ -240,7 +257,17 @@ class Index:
         return len(self.ids)
 
     def verdict(self, text: str, allowed_ids: Sequence[str] | None = None) -> Verdict:
-        """The plans ranked by meaning for a message's request text (``allowed_ids``: the org filter)."""
+        """The plans ranked by meaning for a message's request text (``allowed_ids``: the org filter).  The
+        last answer is kept: both hooks of a pass ask about the same message."""
+        key = (text, None if allowed_ids is None else tuple(allowed_ids))
+        last = self._last
+        if last is not None and last[0] == key:
+            return last[1]
+        found = self._verdict(text, allowed_ids)
+        self._last = (key, found)
+        return found
+
+    def _verdict(self, text: str, allowed_ids: Sequence[str] | None) -> Verdict:
         enc, np = self.enc, self.enc.np
         ids = enc.ids(text)
         words = enc.words(ids)
