@@ -132,3 +132,19 @@ def test_collisions_are_listed(tmp_path, capsys):
     cli.main(["triggers", "--library", str(path)])
     out = capsys.readouterr().out
     assert "bugfix_workflow: 'fix the bug'  <->  refactor_safe: 'fix the bug'" in out
+
+
+def test_the_readme_shows_the_figures_the_command_prints():
+    from graph_engine.tools.standin import ROOT
+    lines = (ROOT / "README.md").read_text().splitlines()
+    figs = REPORT["figures"]
+    for label, split in (("| tuned on (", "tune"), ("| held out (", "held_out"), ("| all (", "all")):
+        row = next(line for line in lines if line.startswith(label))
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[0].endswith(f"({sum(1 for c in CASES if split in ('all', c.get('split', 'tune')))})")
+        for cell, key in zip(cells[1:3], ("with_domain", "without_domain")):
+            f = figs[split][key]
+            assert cell.startswith(f"{f['right']} of {f['requests']} (") and f"{f['recall']:.1%}"[:-1] in cell
+        with_d, without = (figs[split][k] for k in ("with_domain", "without_domain"))
+        assert cells[3].startswith(f"{with_d['false_activations']} of {with_d['negatives']} / "
+                                   f"{without['false_activations']} of {without['negatives']}")

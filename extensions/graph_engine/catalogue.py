@@ -30,9 +30,9 @@ from typing import Any, Mapping, Sequence
 from .library import (Checked, Library, _json_error, _problem_lines, check_document, check_plan, document_problems,
                       dot_files, library_schema, load_library_file, read_library)
 from . import meaning
-from .lint import ERROR, Diagnostic, cross_plan_triggers, shared_trigger
-from .matching import (Indexed, Match, TriggerIndex, allowed, by_meaning, normalise, phrase_start, rank, request_text,
-                       score_plan, trigger_hits)
+from .lint import ERROR, Diagnostic, cross_plan_triggers, example_routing, shared_trigger
+from .matching import (Indexed, Match, TriggerIndex, allowed, by_meaning, by_words, normalise, phrase_start, rank,
+                       request_text, score_plan, trigger_hits)
 from .model import DEFAULT_THRESHOLD, Plan
 
 KEPT_VERSIONS = 64
@@ -153,13 +153,14 @@ class Catalogue(Indexed):
         heads = self.heads
         found = [m for pid in self.index.candidates(text)
                  if allowed(pid, allowed_plans) and (m := score_plan(heads[pid], text, domain))]
-        for m in sorted(found, key=rank):
+        index = self.meaning_index()
+        for m in by_words(found, index.verdict(text, allowed_plans) if found and index is not None else None):
             plan = self.get(m.plan.id)  # a plan with an error is skipped, as a full load leaves it out
             if plan is not None:
                 return m if m.plan is plan else replace(m, plan=plan)
         named = [pid for pid in self.index.candidates(text)
                  if trigger_hits(heads[pid].triggers + heads[pid].strong_triggers, text)]
-        m = by_meaning(self.meaning_index(), heads.__getitem__, text, domain, allowed_plans, named)
+        m = by_meaning(index, heads.__getitem__, text, domain, allowed_plans, named)
         plan = self.get(m.plan.id) if m is not None else None
         if plan is None:
             return None
@@ -246,6 +247,7 @@ class Catalogue(Indexed):
                 self.settled = True
                 compiled = self._compiled()
                 self._new.extend(_problem_lines(self.path, cross_plan_triggers(compiled)))
+                self._new.extend(_problem_lines(self.path, example_routing(compiled)))
                 self._order = {p: i for i, p in enumerate(self.raws)}  # an edit in place keeps the plan ids
                 for plan in compiled:
                     self._phrases[plan.id] = plan.all_triggers
@@ -304,6 +306,7 @@ class Catalogue(Indexed):
             for pid in self.raws:
                 found.extend(self.checked[pid].diagnostics)
             found.extend(cross_plan_triggers(self._compiled()))
+            found.extend(example_routing(self._compiled()))
             broken = {d.plan for d in found if d.severity == ERROR}
             plans = {pid: c.plan for pid, c in self.checked.items() if c.plan is not None and pid not in broken}
             plans = {pid: plans[pid] for pid in self.raws if pid in plans}

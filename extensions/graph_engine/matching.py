@@ -160,19 +160,30 @@ def best_match(plans: Iterable[Plan] | Indexed, message: str, domain: str | None
     if isinstance(plans, Indexed):
         return plans.best(text, domain, allowed_plans)
     plans = list(plans)
-    found = word_match(plans, text, domain, allowed_plans)
+    index = meaning.index_of(plans)
+    found = [m for p in plans if allowed(p.id, allowed_plans) and (m := score_plan(p, text, domain))]
     if found:
-        return found
+        ordered = by_words(found, index.verdict(text, allowed_plans) if index is not None else None)
+        return ordered[0] if ordered else None
     by_id = {p.id: p for p in plans}
-    return by_meaning(meaning.index_of(plans), by_id.__getitem__, text, domain, allowed_plans,
+    return by_meaning(index, by_id.__getitem__, text, domain, allowed_plans,
                       [p.id for p in plans if trigger_hits(p.all_triggers, text)])
 
 
 def word_match(plans: Iterable[Plan], text: str, domain: str | None,
                allowed_plans: Sequence[str] | None) -> Match | None:
-    """The plan a request text starts by its trigger phrases alone."""
+    """The plan a request text starts by its trigger phrases alone (meaning not consulted)."""
     found = [m for p in plans if allowed(p.id, allowed_plans) and (m := score_plan(p, text, domain))]
     return min(found, key=rank) if found else None
+
+
+def by_words(found: list[Match], verdict: meaning.Verdict | None) -> list[Match]:
+    """The plans a message's trigger phrases start, best first (``rank``).  With meaning on, a match made by
+    weak phrases alone whose message says nearly what one of the not-examples says is a mention of the
+    plan's topic, not a request, and is left out ("the bug in my garden ate my tomatoes")."""
+    if verdict is not None:
+        found = [m for m in found if set(m.hits) & set(m.plan.strong_triggers) or not verdict.mention(m.plan.id)]
+    return sorted(found, key=rank)
 
 
 def by_meaning(index: meaning.Index | None, plan_of: Callable[[str], Any], text: str, domain: str | None,

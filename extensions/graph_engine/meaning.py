@@ -30,11 +30,12 @@ import hashlib
 import math
 import threading
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 WORD_CUT = 0.5
 STOP_WEIGHT = 0.3
 SENTENCE_WEIGHT = 0.5
+MENTION_COSINE = 0.8  # how near a not-example a message must be to undo a match by weak phrases
 MIN_WORDS = 2  # a message with fewer content words is scored as if it had this many (one rare word is no request)
 THRESHOLD = 1.15
 DOMAIN_THRESHOLD = 0.80
@@ -42,6 +43,7 @@ MARGIN = 0.05
 SHORTLIST = 24  # plans scored in full; a larger library is cut to the plans nearest in meaning first
 MAX_CHARS = 2_000  # of a message: the words that decide (a pasted log adds noise, not meaning)
 CACHE_PLANS = 4_096  # PlanVectors kept by content hash
+MEMO_FLOATS = 4_000_000  # per index: the words' gains kept (16 MB)
 
 STOP_WORDS = frozenset("""a an the to of in on for and or but is are was were be been being it its this that these
 those i me my mine we our ours us you your yours he she they them their with at by from as into onto about please
@@ -119,25 +121,25 @@ class Encoder:
             if i < len(table) and len(word) >= 3 and word.isalpha() and word not in STOP_WORDS:
                 content[i] = True
         self.content = content
+        self.weight = np.where(content, 1.0, STOP_WEIGHT).astype(np.float32) * self.norms  # in a sentence
 
-    def ids(self, text: str) -> Any:
-        np = self.np
-        ids = np.asarray(self.tokenizer.encode(text[:MAX_CHARS].lower(), add_special_tokens=False).ids,
-                         dtype=np.int64)
-        return ids[ids < len(self.unit)]
+    def ids(self, text: str) -> list[int]:
+        size = len(self.unit)
+        return [i for i in self.tokenizer.encode(text[:MAX_CHARS].lower(), add_special_tokens=False).ids if i < size]
 
-    def words(self, ids: Any) -> Any:
+    def words(self, ids: list[int]) -> Any:
         """The distinct content-word ids."""
-        return self.np.unique(ids[self.content[ids]])
+        content = self.content
+        np = self.np
+        return np.asarray(sorted({i for i in ids if content[i]}), dtype=np.int64)
 
-    def sentence(self, ids: Any) -> Any:
+    def sentence(self, ids: list[int]) -> Any:
         """A text's vector, length 1 (zero for a text without words)."""
         np = self.np
-        if not len(ids):
+        if not ids:
             return np.zeros(self.unit.shape[1], dtype=np.float32)
-        weights = np.where(self.content[ids], 1.0, STOP_WEIGHT).astype(np.float32) * self.norms[ids]
-        v = weights @ self.unit[ids]
-        n = float(np.linalg.norm(v))
+        v = self.weight[ids] @ self.unit[ids]
+        n = float(np.sqrt(v @ v))
         return v / n if n else v
 
 
@@ -181,8 +183,7 @@ def vectors(enc: Encoder, plan: Any) -> PlanVectors:
     return pv
 
 
-@dataclass(frozen=True)
-class Scores:
+class Scores(NamedTuple):
     """One plan's meaning score for a message, and why."""
 
     plan_id: str
@@ -220,6 +221,15 @@ class Verdict:
             return None, f"it is nearer the not-example '{self.not_example}' ({self.not_cosine:.2f})"
         return best, ""
 
+    def scores_of(self, plan_id: str) -> Scores | None:
+        return next((s for s in self.ranked if s.plan_id == plan_id), None)
+
+    def mention(self, plan_id: str) -> bool:
+        """The message says nearly what a not-example says (``MENTION_COSINE``), and is nearer it than any text
+        of the plan: a mention of the plan's topic, whatever phrases it shares with the plan."""
+        s = self.scores_of(plan_id)
+        return s is not None and self.not_cosine >= max(MENTION_COSINE, s.cosine)
+
     def may_win(self) -> bool:
         """Whether some domain and org filter could let the best plan start (False: it starts nothing)."""
         return bool(self.ranked) and self.ranked[0].total >= min(THRESHOLD, DOMAIN_THRESHOLD) and \
@@ -227,34 +237,73 @@ class Verdict:
 
 
 class Index:
-    """Every plan's vectors and how rare each plan word is among the plans; built when the plans change."""
+    """Every plan's vectors, laid out for one pass of matrix products per message; built when the plans change.
+
+    ``vocab``: the plans' distinct words (rows: their vectors); ``pos``/``rarity``: per plan, where each of its
+    words is in ``vocab`` and how rare it is among the plans (padding: rarity 0); ``sentences``: per plan, its
+    texts' vectors (padding rows 0, masked by ``pad``)."""
 
     def __init__(self, enc: Encoder, plans: Iterable[Any]) -> None:
         np = enc.np
         self.enc = enc
         self._last: tuple | None = None
+        self._memo: dict[int, Any] = {}  # word id -> its gains per plan
         self.ids: list[str] = []
         self.plans: list[PlanVectors] = []
         for plan in plans:
             self.ids.append(plan.id)
             self.plans.append(vectors(enc, plan))
-        n = len(self.plans)
+        n, dim = len(self.plans), enc.unit.shape[1]
         counts: dict[int, int] = {}
         for pv in self.plans:
             for w in pv.words.tolist():
                 counts[w] = counts.get(w, 0) + 1
-        self.rarity = [np.array([math.log(1 + n / counts[w]) for w in pv.words.tolist()], dtype=np.float32)
-                       for pv in self.plans]
-        dim = enc.unit.shape[1]
+        vocab = sorted(counts)
+        where = {w: i for i, w in enumerate(vocab)}
+        self.vocab = enc.unit[np.asarray(vocab, dtype=np.int64)] if vocab else np.zeros((1, dim), dtype=np.float32)
+        width = max((len(pv.words) for pv in self.plans), default=0) or 1
+        self.pos = np.zeros((n, width), dtype=np.int64)
+        self.rarity = np.zeros((n, width), dtype=np.float32)
+        rows = max((len(pv.texts) for pv in self.plans), default=1)
+        self.sentences = np.zeros((n, rows, dim), dtype=np.float32)
+        self.pad = np.full((n, rows), -4.0, dtype=np.float32)  # added to a padding row's cosine: never the best
+        self.single = np.zeros(n, dtype=bool)  # a plan with one text: its best cosine counts twice
+        for i, pv in enumerate(self.plans):
+            ws = pv.words.tolist()
+            self.pos[i, :len(ws)] = [where[w] for w in ws]
+            self.rarity[i, :len(ws)] = [math.log(1 + n / counts[w]) for w in ws]
+            self.sentences[i, :len(pv.texts)] = pv.sentences
+            self.pad[i, :len(pv.texts)] = 0.0
+            self.single[i] = len(pv.texts) == 1
         self.centroids = np.stack([_unit(np, pv.sentences.mean(axis=0)) for pv in self.plans]) if n else \
             np.zeros((0, dim), dtype=np.float32)
-        nots = [(i, t) for i, pv in enumerate(self.plans) for t in range(len(pv.not_examples))]
-        self.not_owner = nots
+        self._memo_cap = max(1_000, MEMO_FLOATS // max(n, 1))
+        self.not_owner = [(i, t) for i, pv in enumerate(self.plans) for t in range(len(pv.not_examples))]
         self.not_matrix = np.concatenate([pv.not_sentences for pv in self.plans]) if n else \
             np.zeros((0, dim), dtype=np.float32)
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def _gains(self, words: list[int]) -> Any:
+        """Per message word (rows) and plan (columns): the word's gain in the plan, its nearest plan word's
+        cosine times that word's rarity when the cosine reaches WORD_CUT, else 0.  A word's row is computed
+        once and kept (words recur from message to message); the rows of a busy library are bounded."""
+        np, memo = self.enc.np, self._memo
+        new = [w for w in words if w not in memo]
+        if new:
+            # einsum, not a BLAS product: a few thousand multiplications gain nothing from threads, and on a
+            # busy machine waking them costs milliseconds
+            near = np.einsum("wd,vd->wv", self.enc.unit[new], self.vocab)[:, self.pos]  # word x plan x plan word
+            arg = near.argmax(axis=2)
+            best = np.take_along_axis(near, arg[..., None], axis=2)[..., 0]
+            rarity = np.take_along_axis(np.broadcast_to(self.rarity, near.shape), arg[..., None], axis=2)[..., 0]
+            gain = np.where(best >= WORD_CUT, best * rarity, 0.0).astype(np.float32)
+            if len(memo) + len(new) > self._memo_cap:
+                memo.clear()
+            for w, row in zip(new, gain):
+                memo[w] = row
+        return np.stack([memo[w] for w in words])
 
     def verdict(self, text: str, allowed_ids: Sequence[str] | None = None) -> Verdict:
         """The plans ranked by meaning for a message's request text (``allowed_ids``: the org filter).  The
@@ -271,37 +320,39 @@ class Index:
         enc, np = self.enc, self.enc.np
         ids = enc.ids(text)
         words = enc.words(ids)
-        if not len(words) or not self.ids:
+        n = len(self.ids)
+        if not len(words) or not n:
             return Verdict(())
         sent = enc.sentence(ids)
-        q = enc.unit[words]
-        order = range(len(self.ids))
-        if len(self.ids) > SHORTLIST:
-            near = self.centroids @ sent
-            order = np.argpartition(-near, SHORTLIST)[:SHORTLIST].tolist()
-        allowed = None if allowed_ids is None else set(allowed_ids)
-        found = []
-        for i in order:
-            pid = self.ids[i]
-            if allowed is not None and pid not in allowed:
-                continue
-            pv = self.plans[i]
-            sims = q @ enc.unit[pv.words].T if len(pv.words) else np.zeros((len(words), 1), dtype=np.float32)
-            best = sims.max(axis=1)
-            gain = np.where(best >= WORD_CUT, best * self.rarity[i][sims.argmax(axis=1)], 0.0) if len(pv.words) \
-                else best * 0
-            cos = pv.sentences @ sent
-            top = np.sort(cos)[-2:]
-            k = int(cos.argmax())
-            found.append(Scores(pid, float(gain.sum()) / (max(len(words), MIN_WORDS) + 1), SENTENCE_WEIGHT * float(top.mean()),
-                                pv.texts[k], float(cos[k])))
-        found.sort(key=lambda s: (-s.total, s.plan_id))
+        chosen: Any = slice(None)  # every plan (a view, no copy)
+        if n > SHORTLIST:
+            chosen = np.argpartition(-(self.centroids @ sent), SHORTLIST)[:SHORTLIST]
+        if allowed_ids is not None:
+            allowed = set(allowed_ids)
+            chosen = np.asarray([i for i in range(n)[chosen] if self.ids[i] in allowed], dtype=np.int64) \
+                if isinstance(chosen, slice) else np.asarray([i for i in chosen.tolist() if self.ids[i] in allowed],
+                                                             dtype=np.int64)
+            if not len(chosen):
+                return Verdict(())
+        # einsum, not a BLAS product: a few thousand multiplications gain nothing from threads, and on a busy
+        # machine waking them costs milliseconds
+        word_part = self._gains(words.tolist())[:, chosen].sum(axis=0) / (max(len(words), MIN_WORDS) + 1)
+        cos = np.einsum("ptd,d->pt", self.sentences[chosen], sent) + self.pad[chosen]  # plan x text
+        top = np.partition(cos, cos.shape[1] - 2, axis=1)[:, -2:] if cos.shape[1] > 1 else np.repeat(cos, 2, axis=1)
+        nearest = cos.argmax(axis=1)
+        first = top.max(axis=1)
+        second = np.where(self.single[chosen], first, top.min(axis=1))
+        sentence_part = SENTENCE_WEIGHT * (first + second) / 2
+        rows = list(range(n))[chosen] if isinstance(chosen, slice) else chosen.tolist()
+        order = sorted(zip((-(word_part + sentence_part)).tolist(), rows, word_part.tolist(), sentence_part.tolist(),
+                           nearest.tolist(), first.tolist()), key=lambda r: (r[0], self.ids[r[1]]))
+        found = [Scores(self.ids[i], w, sp, self.plans[i].texts[k], c) for _, i, w, sp, k, c in order]
         if not len(self.not_matrix):
             return Verdict(tuple(found))
-        cos = self.not_matrix @ sent
-        j = int(cos.argmax())
+        nots = self.not_matrix @ sent
+        j = int(nots.argmax())
         owner, t = self.not_owner[j]
-        return Verdict(tuple(found), self.plans[owner].not_examples[t], float(cos[j]))
+        return Verdict(tuple(found), self.plans[owner].not_examples[t], float(nots[j]))
 
 
 def _unit(np: Any, v: Any) -> Any:
@@ -309,7 +360,7 @@ def _unit(np: Any, v: Any) -> Any:
     return v / n if n else v
 
 
-_INDEXES: dict[tuple, Index] = {}
+_INDEXES: dict[tuple, tuple[list, Index]] = {}
 
 
 def index_of(plans: Sequence[Any]) -> Index | None:
@@ -317,10 +368,10 @@ def index_of(plans: Sequence[Any]) -> Index | None:
     enc = encoder()
     if enc is None:
         return None
-    key = tuple((p.id, plan_texts(p)) for p in plans)
+    key = tuple(map(id, plans))  # plans are immutable: the same objects have the same texts
     found = _INDEXES.get(key)
-    if found is None:
+    if found is None or any(a is not b for a, b in zip(found[0], plans)):
         if len(_INDEXES) >= 8:
             _INDEXES.pop(next(iter(_INDEXES)))
-        found = _INDEXES[key] = Index(enc, plans)
-    return found
+        found = _INDEXES[key] = (list(plans), Index(enc, plans))  # holding the plans keeps their ids unique
+    return found[1]
