@@ -93,6 +93,7 @@ class Catalogue(Indexed):
         self.heads: dict[str, Any] = {}  # plan id -> what matching reads (the compiled plan once checked)
         self.index = TriggerIndex()
         self._meaning: meaning.Index | None = None  # built when a message first needs it
+        self._building = False  # a thread is building it
         self._texts: dict[str, tuple] = {}  # plan id -> the texts its meaning vectors come from
         self._starts_nothing: str | None = None  # the last message found to start no plan
         self._owners: dict[str, list[str]] = {}  # after settling: trigger phrase -> plans listing it, file order
@@ -125,7 +126,7 @@ class Catalogue(Indexed):
     def _file(self, pid: str, head: Any) -> None:
         texts = meaning.plan_texts(head) if head is not None else None
         if self._texts.get(pid) != texts:  # compiling a plan changes none of its texts: the index stays
-            self._meaning = None
+            self._meaning = None  # (a thread building the old one still finishes; the next need rebuilds)
             if texts is None:
                 self._texts.pop(pid, None)
             else:
@@ -166,13 +167,20 @@ class Catalogue(Indexed):
             return None
         return m if m.plan is plan else replace(m, plan=plan)
 
-    def meaning_index(self) -> meaning.Index | None:
+    def meaning_index(self, wait: bool | None = None) -> meaning.Index | None:
         """The plans' vectors for matching by meaning: built when first needed and again after a plan's texts
         changed (each plan's vectors are kept by content, so only a changed plan is embedded again); None
-        without the model (one log line says so, once)."""
+        without the model (one log line says so, once).  ``wait`` (default: for a library checked whole,
+        which is small) builds it now, loading the model on first use in the process (about a second);
+        otherwise a thread builds it and the message is matched by its phrases alone meanwhile."""
         found = self._meaning
         if found is not None:
             return found
+        if not (self._whole is not None if wait is None else wait):
+            if not self._building:
+                self._building = True
+                threading.Thread(target=self._build_meaning, name="graph-engine-meaning", daemon=True).start()
+            return None
         enc = meaning.encoder()
         if enc is None:
             if meaning.say_once():
@@ -183,6 +191,23 @@ class Catalogue(Indexed):
             if self._meaning is None:
                 self._meaning = meaning.Index(enc, list(self.heads.values()))
             return self._meaning
+
+    def _build_meaning(self, routing: bool = False) -> None:
+        """In a thread: build the meaning index; ``routing``: then report the examples that do not route (a
+        library checked whole; for a large one, `graph-engine validate` reports them)."""
+        try:
+            index = self.meaning_index(wait=True)
+            if routing and index is not None and self._whole is not None:
+                found = example_routing(self._whole.plans.values())
+                with self._lock:
+                    self._new.extend(_problem_lines(self.path, found))
+        except Exception as exc:  # noqa: BLE001 - said in the agent's log by the next pass, never lost
+            with self._lock:
+                self._new.append(f"{self.path}: preparing to match requests by meaning failed "
+                                 f"({type(exc).__name__}: {exc}); messages are matched by their phrases. "
+                                 "Please report it")
+        finally:
+            self._building = False
 
     def may_start(self, message: str) -> bool:
         """Whether any plan's trigger phrase is in the message's request text (the words ``best`` scores):
@@ -247,7 +272,6 @@ class Catalogue(Indexed):
                 self.settled = True
                 compiled = self._compiled()
                 self._new.extend(_problem_lines(self.path, cross_plan_triggers(compiled)))
-                self._new.extend(_problem_lines(self.path, example_routing(compiled)))
                 self._order = {p: i for i, p in enumerate(self.raws)}  # an edit in place keeps the plan ids
                 for plan in compiled:
                     self._phrases[plan.id] = plan.all_triggers
@@ -281,11 +305,15 @@ class Catalogue(Indexed):
         BACKGROUND_DELAY: the pass that loaded the library matches its message first, undisturbed."""
         if not self.settled:
             threading.Thread(target=self._background, name="graph-engine-library", daemon=True).start()
+        elif self._meaning is None and not self._building:  # checked whole: the index and the examples' check
+            self._building = True
+            threading.Thread(target=self._build_meaning, args=(True,), name="graph-engine-meaning",
+                             daemon=True).start()
 
     def _background(self) -> None:
         time.sleep(BACKGROUND_DELAY)
         try:
-            self.meaning_index()
+            self.meaning_index(wait=True)
             self.settle(pause=BACKGROUND_PAUSE)
         except Exception as exc:  # noqa: BLE001 - said in the agent's log by the next pass, never lost
             with self._lock:
@@ -306,7 +334,6 @@ class Catalogue(Indexed):
             for pid in self.raws:
                 found.extend(self.checked[pid].diagnostics)
             found.extend(cross_plan_triggers(self._compiled()))
-            found.extend(example_routing(self._compiled()))
             broken = {d.plan for d in found if d.severity == ERROR}
             plans = {pid: c.plan for pid, c in self.checked.items() if c.plan is not None and pid not in broken}
             plans = {pid: plans[pid] for pid in self.raws if pid in plans}

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from .lint import ERROR, Diagnostic, cross_plan_triggers, diag, example_routing, lint_plan, raw_structure
+from .lint import ERROR, Diagnostic, cross_plan_triggers, diag, lint_plan, raw_structure
 from .model import Plan, PlanError, compile_plan
 from .schema import find_schema, load_schema, validate_plan, validate_top
 
@@ -137,7 +137,6 @@ def check_document(data: Any, path: str = "<memory>", use_jsonschema: bool = Fal
             compiled[plan_id] = checked.plan
             reports[plan_id] = checked.worst_case_turns
     found.extend(cross_plan_triggers(compiled.values()))
-    found.extend(example_routing(compiled.values()))
     broken = {d.plan for d in found if d.severity == ERROR}
     plans = {pid: plan for pid, plan in compiled.items() if pid not in broken}
     meta = data.get("_meta") if isinstance(data.get("_meta"), dict) else {}

@@ -16,7 +16,7 @@ import sys
 from typing import Any, Sequence, TextIO
 
 from .. import __version__
-from ..lint import Diagnostic
+from ..lint import Diagnostic, example_routing
 from ..schema import jsonschema_available
 from . import standin as a0
 from . import triggers as trig
@@ -55,7 +55,7 @@ def _per_file(paths: Sequence[str], err: TextIO | None = None) -> tuple[dict[str
             if err is not None:
                 err.write(f"graph-engine validate: {exc}\n")
             continue
-        found = list(lib.diagnostics)
+        found = list(lib.diagnostics) + example_routing(lib.plans.values())  # loads the meaning model
 
         def at(plan_id: str) -> dict[str, Any]:  # a DOT plan's info lines point at its digraph
             pos = lib.dot_positions.get(plan_id)
