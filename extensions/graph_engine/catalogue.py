@@ -159,8 +159,8 @@ class Catalogue(Indexed):
             plan = self.get(m.plan.id)  # a plan with an error is skipped, as a full load leaves it out
             if plan is not None:
                 return m if m.plan is plan else replace(m, plan=plan)
-        named = [pid for pid in self.index.candidates(text)
-                 if trigger_hits(heads[pid].triggers + heads[pid].strong_triggers, text)]
+        named = [pid for pid in self.index.candidates(text)  # only the companion's half needs them
+                 if trigger_hits(heads[pid].triggers + heads[pid].strong_triggers, text)] if domain is None else ()
         m = by_meaning(index, heads.__getitem__, text, domain, allowed_plans, named)
         plan = self.get(m.plan.id) if m is not None else None
         if plan is None:
@@ -196,6 +196,8 @@ class Catalogue(Indexed):
         """In a thread: build the meaning index; ``routing``: then report the examples that do not route (a
         library checked whole; for a large one, `graph-engine validate` reports them)."""
         try:
+            if not routing:  # asked for by a message's match: the pass that asked goes first
+                time.sleep(BACKGROUND_DELAY)
             index = self.meaning_index(wait=True)
             if routing and index is not None and self._whole is not None:
                 found = example_routing(self._whole.plans.values())

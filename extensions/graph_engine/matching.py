@@ -167,7 +167,7 @@ def best_match(plans: Iterable[Plan] | Indexed, message: str, domain: str | None
         return ordered[0] if ordered else None
     by_id = {p.id: p for p in plans}
     return by_meaning(index, by_id.__getitem__, text, domain, allowed_plans,
-                      [p.id for p in plans if trigger_hits(p.all_triggers, text)])
+                      [p.id for p in plans if trigger_hits(p.all_triggers, text)] if domain is None else ())
 
 
 def word_match(plans: Iterable[Plan], text: str, domain: str | None,

@@ -42,7 +42,7 @@ DOMAIN_THRESHOLD = 0.80
 MARGIN = 0.05
 SHORTLIST = 24  # plans scored in full; a larger library is cut to the plans nearest in meaning first
 MAX_CHARS = 2_000  # of a message: the words that decide (a pasted log adds noise, not meaning)
-CACHE_PLANS = 4_096  # PlanVectors kept by content hash
+CACHE_PLANS = 1_024  # PlanVectors kept by content hash (vectors are stored as 16-bit floats: ~9 kB a plan)
 MEMO_FLOATS = 4_000_000  # per index: the words' gains kept (16 MB)
 
 STOP_WORDS = frozenset("""a an the to of in on for and or but is are was were be been being it its this that these
@@ -127,6 +127,19 @@ class Encoder:
         size = len(self.unit)
         return [i for i in self.tokenizer.encode(text[:MAX_CHARS].lower(), add_special_tokens=False).ids if i < size]
 
+    def many_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        return [self.ids(t) for t in texts]  # one by one: the batch call's threads cost more than they save
+
+    def sentences(self, rows: list[list[int]]) -> Any:
+        """Many texts' vectors at once (16-bit floats: what an index keeps)."""
+        np = self.np
+        out = np.zeros((len(rows), self.unit.shape[1]), dtype=np.float32)
+        for r, ids in enumerate(rows):
+            if ids:
+                out[r] = self.weight[ids] @ self.unit[ids]
+        norms = np.sqrt(np.einsum("rd,rd->r", out, out))
+        return (out / np.maximum(norms, 1e-9)[:, None]).astype(np.float16)
+
     def words(self, ids: list[int]) -> Any:
         """The distinct content-word ids."""
         content = self.content
@@ -151,7 +164,7 @@ class PlanVectors:
     texts: tuple[str, ...]  # the name and examples, in this order
     sentences: Any  # their vectors (rows)
     not_examples: tuple[str, ...]
-    not_sentences: Any
+    not_sentences: Any  # their vectors
 
 
 _VECTORS: dict[str, PlanVectors] = {}
@@ -170,13 +183,12 @@ def vectors(enc: Encoder, plan: Any) -> PlanVectors:
     if found is not None:
         return found
     np = enc.np
-    ids = [enc.ids(t) for t in texts]
-    words = np.unique(np.concatenate([enc.words(i) for i in ids + [enc.ids(p) for p in phrases]]))
-    dim = enc.unit.shape[1]
-    not_rows = [enc.sentence(enc.ids(t)) for t in nots]
-    pv = PlanVectors(words=words, texts=texts, sentences=np.stack([enc.sentence(i) for i in ids]),
-                     not_examples=nots,
-                     not_sentences=np.stack(not_rows) if not_rows else np.zeros((0, dim), dtype=np.float32))
+    ids = enc.many_ids(texts + phrases + nots)
+    text_ids, not_ids = ids[:len(texts)], ids[len(texts) + len(phrases):]
+    words = np.asarray(sorted({i for row in ids[:len(texts) + len(phrases)] for i in row if enc.content[i]}),
+                       dtype=np.int64)
+    pv = PlanVectors(words=words, texts=texts, sentences=enc.sentences(text_ids), not_examples=nots,
+                     not_sentences=enc.sentences(not_ids))
     if len(_VECTORS) >= CACHE_PLANS:
         _VECTORS.pop(next(iter(_VECTORS)))
     _VECTORS[key] = pv
@@ -265,7 +277,7 @@ class Index:
         self.pos = np.zeros((n, width), dtype=np.int64)
         self.rarity = np.zeros((n, width), dtype=np.float32)
         rows = max((len(pv.texts) for pv in self.plans), default=1)
-        self.sentences = np.zeros((n, rows, dim), dtype=np.float32)
+        self.sentences = np.zeros((n, rows, dim), dtype=np.float16)
         self.pad = np.full((n, rows), -4.0, dtype=np.float32)  # added to a padding row's cosine: never the best
         self.single = np.zeros(n, dtype=bool)  # a plan with one text: its best cosine counts twice
         for i, pv in enumerate(self.plans):
@@ -275,12 +287,15 @@ class Index:
             self.sentences[i, :len(pv.texts)] = pv.sentences
             self.pad[i, :len(pv.texts)] = 0.0
             self.single[i] = len(pv.texts) == 1
-        self.centroids = np.stack([_unit(np, pv.sentences.mean(axis=0)) for pv in self.plans]) if n else \
+        self.centroids = np.stack([_unit(np, pv.sentences.astype(np.float32).mean(axis=0)) for pv in self.plans]) if n else \
             np.zeros((0, dim), dtype=np.float32)
         self._memo_cap = max(1_000, MEMO_FLOATS // max(n, 1))
-        self.not_owner = [(i, t) for i, pv in enumerate(self.plans) for t in range(len(pv.not_examples))]
-        self.not_matrix = np.concatenate([pv.not_sentences for pv in self.plans]) if n else \
-            np.zeros((0, dim), dtype=np.float32)
+        width = max((len(pv.not_examples) for pv in self.plans), default=0)
+        self.nots = np.zeros((n, width, dim), dtype=np.float16)
+        self.not_pad = np.full((n, width), -4.0, dtype=np.float32)
+        for i, pv in enumerate(self.plans):
+            self.nots[i, :len(pv.not_examples)] = pv.not_sentences
+            self.not_pad[i, :len(pv.not_examples)] = 0.0
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -326,7 +341,7 @@ class Index:
         sent = enc.sentence(ids)
         chosen: Any = slice(None)  # every plan (a view, no copy)
         if n > SHORTLIST:
-            chosen = np.argpartition(-(self.centroids @ sent), SHORTLIST)[:SHORTLIST]
+            chosen = np.argpartition(-np.einsum("pd,d->p", self.centroids, sent), SHORTLIST)[:SHORTLIST]
         if allowed_ids is not None:
             allowed = set(allowed_ids)
             chosen = np.asarray([i for i in range(n)[chosen] if self.ids[i] in allowed], dtype=np.int64) \
@@ -337,7 +352,7 @@ class Index:
         # einsum, not a BLAS product: a few thousand multiplications gain nothing from threads, and on a busy
         # machine waking them costs milliseconds
         word_part = self._gains(words.tolist())[:, chosen].sum(axis=0) / (max(len(words), MIN_WORDS) + 1)
-        cos = np.einsum("ptd,d->pt", self.sentences[chosen], sent) + self.pad[chosen]  # plan x text
+        cos = np.einsum("ptd,d->pt", self.sentences[chosen].astype(np.float32), sent) + self.pad[chosen]  # plan x text
         top = np.partition(cos, cos.shape[1] - 2, axis=1)[:, -2:] if cos.shape[1] > 1 else np.repeat(cos, 2, axis=1)
         nearest = cos.argmax(axis=1)
         first = top.max(axis=1)
@@ -347,12 +362,14 @@ class Index:
         order = sorted(zip((-(word_part + sentence_part)).tolist(), rows, word_part.tolist(), sentence_part.tolist(),
                            nearest.tolist(), first.tolist()), key=lambda r: (r[0], self.ids[r[1]]))
         found = [Scores(self.ids[i], w, sp, self.plans[i].texts[k], c) for _, i, w, sp, k, c in order]
-        if not len(self.not_matrix):
+        if not self.nots.shape[1]:
             return Verdict(tuple(found))
-        nots = self.not_matrix @ sent
-        j = int(nots.argmax())
-        owner, t = self.not_owner[j]
-        return Verdict(tuple(found), self.plans[owner].not_examples[t], float(nots[j]))
+        nots = np.einsum("ptd,d->pt", self.nots[chosen].astype(np.float32), sent) + self.not_pad[chosen]
+        p, t = np.unravel_index(int(nots.argmax()), nots.shape)
+        if nots[p, t] < -1.5:  # the plans scored have no not-examples
+            return Verdict(tuple(found))
+        owner = rows[p]
+        return Verdict(tuple(found), self.plans[owner].not_examples[t], float(nots[p, t]))
 
 
 def _unit(np: Any, v: Any) -> Any:

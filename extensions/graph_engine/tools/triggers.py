@@ -17,7 +17,7 @@ from typing import Any, Iterable, Sequence
 
 from .. import meaning
 from ..lint import contains_phrase
-from ..matching import best_match, normalise, request_text, score_plan, trigger_hits, word_match
+from ..matching import best_match, by_words, normalise, request_text, score_plan, trigger_hits, word_match
 from ..model import Plan
 
 NONE = "(none)"
@@ -229,8 +229,12 @@ def calibrate(plans: Sequence[Plan], cases: Sequence[dict[str, Any]]) -> dict[st
     prepared = []
     for c in tune:
         text = request_text(normalise(c["message"]))
-        words = {d: (word_match(plans, text, d, None) if text else None) for d in (c.get("domain", ""), "")}
-        prepared.append((c, text, words, index.verdict(text) if text else meaning.Verdict(())))
+        verdict = index.verdict(text) if text else meaning.Verdict(())
+        words = {}
+        for d in (c.get("domain", ""), ""):  # what the phrases decide, as best_match has them decide
+            found = by_words([m for p in plans if (m := score_plan(p, text, d))], verdict) if text else []
+            words[d] = found[0] if found else None
+        prepared.append((c, text, words, verdict))
     grid = [round(0.5 + 0.05 * i, 2) for i in range(27)]
     best: tuple | None = None
     for threshold in grid:
