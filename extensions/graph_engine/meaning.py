@@ -305,7 +305,8 @@ class Index:
         cosine times that word's rarity when the cosine reaches WORD_CUT, else 0.  A word's row is computed
         once and kept (words recur from message to message); the rows of a busy library are bounded."""
         np, memo = self.enc.np, self._memo
-        new = [w for w in words if w not in memo]
+        got = {w: memo.get(w) for w in words}  # read once: another thread may clear the memo meanwhile
+        new = [w for w, row in got.items() if row is None]
         if new:
             # einsum, not a BLAS product: a few thousand multiplications gain nothing from threads, and on a
             # busy machine waking them costs milliseconds
@@ -317,8 +318,8 @@ class Index:
             if len(memo) + len(new) > self._memo_cap:
                 memo.clear()
             for w, row in zip(new, gain):
-                memo[w] = row
-        return np.stack([memo[w] for w in words])
+                memo[w] = got[w] = row
+        return np.stack([got[w] for w in words])
 
     def verdict(self, text: str, allowed_ids: Sequence[str] | None = None) -> Verdict:
         """The plans ranked by meaning for a message's request text (``allowed_ids``: the org filter).  The
