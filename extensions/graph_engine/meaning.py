@@ -37,9 +37,9 @@ STOP_WEIGHT = 0.3
 SENTENCE_WEIGHT = 0.5
 MENTION_COSINE = 0.8  # how near a not-example a message must be to undo a match by weak phrases
 MIN_WORDS = 2  # a message with fewer content words is scored as if it had this many (one rare word is no request)
-THRESHOLD = 1.15
-DOMAIN_THRESHOLD = 0.80
-MARGIN = 0.05
+THRESHOLD = 1.10
+DOMAIN_THRESHOLD = 0.60
+MARGIN = 0.0
 SHORTLIST = 24  # plans scored in full; a larger library is cut to the plans nearest in meaning first
 MAX_CHARS = 2_000  # of a message: the words that decide (a pasted log adds noise, not meaning)
 CACHE_PLANS = 1_024  # PlanVectors kept by content hash (vectors are stored as 16-bit floats: ~9 kB a plan)
@@ -260,6 +260,7 @@ class Index:
         self.enc = enc
         self._last: tuple | None = None
         self._memo: dict[int, Any] = {}  # word id -> its gains per plan
+        self._wide_tables: dict[int, Any] = {}
         self.ids: list[str] = []
         self.plans: list[PlanVectors] = []
         for plan in plans:
@@ -321,18 +322,28 @@ class Index:
                 memo[w] = got[w] = row
         return np.stack([got[w] for w in words])
 
-    def verdict(self, text: str, allowed_ids: Sequence[str] | None = None) -> Verdict:
-        """The plans ranked by meaning for a message's request text (``allowed_ids``: the org filter).  The
-        last answer is kept: both hooks of a pass ask about the same message."""
-        key = (text, None if allowed_ids is None else tuple(allowed_ids))
+    def verdict(self, text: str, allowed_ids: Sequence[str] | None = None, full: bool = False) -> Verdict:
+        """The plans ranked by meaning for a message's request text (``allowed_ids``: the org filter); without
+        ``full``, no plan at all when none could reach a threshold.  The last answer is kept: both hooks of a
+        pass ask about the same message."""
+        key = (text, None if allowed_ids is None else tuple(allowed_ids), full)
         last = self._last
         if last is not None and last[0] == key:
             return last[1]
-        found = self._verdict(text, allowed_ids)
+        found = self._verdict(text, allowed_ids, full)
         self._last = (key, found)
         return found
 
-    def _verdict(self, text: str, allowed_ids: Sequence[str] | None) -> Verdict:
+    def _wide(self, table: Any, chosen: Any) -> Any:
+        """Rows of a 16-bit table as 32-bit floats; a small library keeps them converted."""
+        if len(self.ids) > SHORTLIST:
+            return table[chosen].astype(self.enc.np.float32)
+        wide = self._wide_tables.get(id(table))
+        if wide is None:
+            wide = self._wide_tables[id(table)] = table.astype(self.enc.np.float32)
+        return wide[chosen]
+
+    def _verdict(self, text: str, allowed_ids: Sequence[str] | None, full: bool = False) -> Verdict:
         enc, np = self.enc, self.enc.np
         ids = enc.ids(text)
         words = enc.words(ids)
@@ -350,10 +361,12 @@ class Index:
                                                              dtype=np.int64)
             if not len(chosen):
                 return Verdict(())
+        word_part = self._gains(words.tolist())[:, chosen].sum(axis=0) / (max(len(words), MIN_WORDS) + 1)
+        if not full and float(word_part.max()) + SENTENCE_WEIGHT < min(THRESHOLD, DOMAIN_THRESHOLD):
+            return Verdict(())  # even a sentence equal to an example could not make it start a plan
         # einsum, not a BLAS product: a few thousand multiplications gain nothing from threads, and on a busy
         # machine waking them costs milliseconds
-        word_part = self._gains(words.tolist())[:, chosen].sum(axis=0) / (max(len(words), MIN_WORDS) + 1)
-        cos = np.einsum("ptd,d->pt", self.sentences[chosen].astype(np.float32), sent) + self.pad[chosen]  # plan x text
+        cos = np.einsum("ptd,d->pt", self._wide(self.sentences, chosen), sent) + self.pad[chosen]  # plan x text
         top = np.partition(cos, cos.shape[1] - 2, axis=1)[:, -2:] if cos.shape[1] > 1 else np.repeat(cos, 2, axis=1)
         nearest = cos.argmax(axis=1)
         first = top.max(axis=1)
@@ -365,7 +378,7 @@ class Index:
         found = [Scores(self.ids[i], w, sp, self.plans[i].texts[k], c) for _, i, w, sp, k, c in order]
         if not self.nots.shape[1]:
             return Verdict(tuple(found))
-        nots = np.einsum("ptd,d->pt", self.nots[chosen].astype(np.float32), sent) + self.not_pad[chosen]
+        nots = np.einsum("ptd,d->pt", self._wide(self.nots, chosen), sent) + self.not_pad[chosen]
         p, t = np.unravel_index(int(nots.argmax()), nots.shape)
         if nots[p, t] < -1.5:  # the plans scored have no not-examples
             return Verdict(tuple(found))
