@@ -366,24 +366,26 @@ class Index:
             return Verdict(())  # even a sentence equal to an example could not make it start a plan
         # einsum, not a BLAS product: a few thousand multiplications gain nothing from threads, and on a busy
         # machine waking them costs milliseconds
-        cos = np.einsum("ptd,d->pt", self._wide(self.sentences, chosen), sent) + self.pad[chosen]  # plan x text
-        top = np.partition(cos, cos.shape[1] - 2, axis=1)[:, -2:] if cos.shape[1] > 1 else np.repeat(cos, 2, axis=1)
+        cos = self._wide(self.sentences, chosen) @ sent + self.pad[chosen]  # plan x text (a small product)
         nearest = cos.argmax(axis=1)
-        first = top.max(axis=1)
-        second = np.where(self.single[chosen], first, top.min(axis=1))
-        sentence_part = SENTENCE_WEIGHT * (first + second) / 2
         rows = list(range(n))[chosen] if isinstance(chosen, slice) else chosen.tolist()
-        order = sorted(zip((-(word_part + sentence_part)).tolist(), rows, word_part.tolist(), sentence_part.tolist(),
-                           nearest.tolist(), first.tolist()), key=lambda r: (r[0], self.ids[r[1]]))
-        found = [Scores(self.ids[i], w, sp, self.plans[i].texts[k], c) for _, i, w, sp, k, c in order]
+        at = np.arange(len(rows))
+        first = cos[at, nearest]
+        cos[at, nearest] = -4.0
+        second = np.where(self.single[chosen], first, cos.max(axis=1))
+        sentence_part = SENTENCE_WEIGHT * (first + second) / 2
+        ids, plans = self.ids, self.plans
+        found = sorted((Scores(ids[i], w, sp, plans[i].texts[k], c) for i, w, sp, k, c in zip(
+            rows, word_part.tolist(), sentence_part.tolist(), nearest.tolist(), first.tolist())),
+            key=lambda s: (-s.words - s.sentence, s.plan_id))
         if not self.nots.shape[1]:
             return Verdict(tuple(found))
-        nots = np.einsum("ptd,d->pt", self._wide(self.nots, chosen), sent) + self.not_pad[chosen]
-        p, t = np.unravel_index(int(nots.argmax()), nots.shape)
+        nots = self._wide(self.nots, chosen) @ sent + self.not_pad[chosen]
+        j = int(nots.argmax())
+        p, t = divmod(j, nots.shape[1])
         if nots[p, t] < -1.5:  # the plans scored have no not-examples
             return Verdict(tuple(found))
-        owner = rows[p]
-        return Verdict(tuple(found), self.plans[owner].not_examples[t], float(nots[p, t]))
+        return Verdict(tuple(found), plans[rows[p]].not_examples[t], float(nots[p, t]))
 
 
 def _unit(np: Any, v: Any) -> Any:
