@@ -125,12 +125,9 @@ class Catalogue(Indexed):
 
     def _file(self, pid: str, head: Any) -> None:
         texts = meaning.plan_texts(head) if head is not None else None
-        if self._texts.get(pid) != texts:  # compiling a plan changes none of its texts: the index stays
+        if texts is not None and self._texts.get(pid) != texts:  # compiling changes no text: the index stays
             self._meaning = None  # (a thread building the old one still finishes; the next need rebuilds)
-            if texts is None:
-                self._texts.pop(pid, None)
-            else:
-                self._texts[pid] = texts
+            self._texts[pid] = texts  # a plan found broken stays in the index, passed over (``_usable``)
         if head is None:
             self.heads.pop(pid, None)
             self.index.remove(pid)
@@ -161,11 +158,18 @@ class Catalogue(Indexed):
                 return m if m.plan is plan else replace(m, plan=plan)
         named = [pid for pid in self.index.candidates(text)  # only the companion's half needs them
                  if trigger_hits(heads[pid].triggers + heads[pid].strong_triggers, text)] if domain is None else ()
-        m = by_meaning(index, heads.__getitem__, text, domain, allowed_plans, named)
+        m = by_meaning(index, self._head, text, domain, allowed_plans, named, self._usable)
         plan = self.get(m.plan.id) if m is not None else None
         if plan is None:
             return None
         return m if m.plan is plan else replace(m, plan=plan)
+
+    def _usable(self, pid: str) -> bool:
+        return pid in self.heads and (pid not in self.checked or self.checked[pid].usable)
+
+    def _head(self, pid: str) -> Any:
+        head = self.heads.get(pid)
+        return head if head is not None else Head(pid, (), (), (), DEFAULT_THRESHOLD)
 
     def meaning_index(self, wait: bool | None = None) -> meaning.Index | None:
         """The plans' vectors for matching by meaning: built when first needed and again after a plan's texts

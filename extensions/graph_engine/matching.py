@@ -189,7 +189,8 @@ def by_words(found: list[Match], verdict: meaning.Verdict | None) -> list[Match]
 
 
 def by_meaning(index: meaning.Index | None, plan_of: Callable[[str], Any], text: str, domain: str | None,
-               allowed_plans: Sequence[str] | None, named: Sequence[str] = ()) -> Match | None:
+               allowed_plans: Sequence[str] | None, named: Sequence[str] = (),
+               usable: Callable[[str], bool] | None = None) -> Match | None:
     """The plan a request text starts by meaning, when no plan's phrases decide it (``named``: plans whose
     phrases it contains without reaching their threshold).  With the domain unknown (None) a plan is returned
     only when no domain could undo it: it reaches the threshold without the domain's help, and no plan it
@@ -197,7 +198,7 @@ def by_meaning(index: meaning.Index | None, plan_of: Callable[[str], Any], text:
     if index is None:
         return None
     verdict = index.verdict(text, allowed_plans)
-    win, _ = verdict.winner(lambda pid: plan_of(pid).domains, domain)
+    win, _ = verdict.winner(lambda pid: plan_of(pid).domains, domain, usable=usable)
     if win is None or (domain is None and any(pid != win.plan_id for pid in named)):
         return None
     plan = plan_of(win.plan_id)

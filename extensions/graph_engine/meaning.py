@@ -218,17 +218,20 @@ class Verdict:
     not_cosine: float = -1.0
 
     def winner(self, domains_of: Any, domain: str | None, threshold: float = THRESHOLD,
-               domain_threshold: float = DOMAIN_THRESHOLD, margin: float = MARGIN) -> tuple[Scores | None, str]:
-        """The plan the message starts (None and why not).  ``domains_of(plan_id)``: the plan's domains."""
-        if not self.ranked:
+               domain_threshold: float = DOMAIN_THRESHOLD, margin: float = MARGIN,
+               usable: Any = None) -> tuple[Scores | None, str]:
+        """The plan the message starts (None and why not).  ``domains_of(plan_id)``: the plan's domains;
+        ``usable(plan_id)``: False for a plan found broken since the index was built (passed over)."""
+        ranked = self.ranked if usable is None else tuple(s for s in self.ranked if usable(s.plan_id))
+        if not ranked:
             return None, "no plan is near it"
-        best = self.ranked[0]
+        best = ranked[0]
         agrees = bool(domain) and domain in domains_of(best.plan_id)
         need = domain_threshold if agrees else threshold
         if best.total < need:
             return None, f"best score {best.total:.2f} is below {need:.2f}" + (" (domain agrees)" if agrees else "")
-        if len(self.ranked) > 1 and best.total - self.ranked[1].total < margin:
-            return None, f"'{self.ranked[1].plan_id}' is as near ({self.ranked[1].total:.2f})"
+        if len(ranked) > 1 and best.total - ranked[1].total < margin:
+            return None, f"'{ranked[1].plan_id}' is as near ({ranked[1].total:.2f})"
         if self.not_cosine >= best.cosine:
             return None, f"it is nearer the not-example '{self.not_example}' ({self.not_cosine:.2f})"
         return best, ""
@@ -352,8 +355,11 @@ class Index:
             return Verdict(())
         sent = enc.sentence(ids)
         chosen: Any = slice(None)  # every plan (a view, no copy)
-        if n > SHORTLIST:
-            chosen = np.argpartition(-np.einsum("pd,d->p", self.centroids, sent), SHORTLIST)[:SHORTLIST]
+        if n > SHORTLIST:  # the plans nearest the message; of those as near as the last, the first in the file
+            near = np.einsum("pd,d->p", self.centroids, sent)
+            last = np.partition(near, n - SHORTLIST)[n - SHORTLIST]
+            above = np.flatnonzero(near > last)
+            chosen = np.concatenate([above, np.flatnonzero(near == last)[:SHORTLIST - len(above)]])
         if allowed_ids is not None:
             allowed = set(allowed_ids)
             chosen = np.asarray([i for i in range(n)[chosen] if self.ids[i] in allowed], dtype=np.int64) \
