@@ -13,8 +13,8 @@ A message's score for a plan adds two parts (both in ``Scores``):
 * ``words``: each content word of the message (stop words, numbers and pieces shorter than 3 letters left out)
   finds its nearest word among the plan's words; a pair whose cosine reaches ``WORD_CUT`` counts that cosine
   times how rare the plan's word is among the plans (``log(1 + plans / plans using it)``), summed over the
-  message's words and divided by their number (at least ``MIN_WORDS``) plus one.  "containerise the service" finds "docker",
-  "container" and "image" in the docker plan's examples; "the" finds nothing anywhere.
+  message's words and divided by their number (at least ``MIN_WORDS``) plus one.  "containerise the service"
+  finds "docker", "container" and "image" in the docker plan's examples; "the" finds nothing anywhere.
 * ``sentence``: the mean of the two best cosines between the message's sentence vector (its words' vectors
   summed, stop words at ``STOP_WEIGHT``) and the plan's name and examples, times ``SENTENCE_WEIGHT``.
 
@@ -291,8 +291,8 @@ class Index:
             self.sentences[i, :len(pv.texts)] = pv.sentences
             self.pad[i, :len(pv.texts)] = 0.0
             self.single[i] = len(pv.texts) == 1
-        self.centroids = np.stack([_unit(np, pv.sentences.astype(np.float32).mean(axis=0)) for pv in self.plans]) if n else \
-            np.zeros((0, dim), dtype=np.float32)
+        self.centroids = np.stack([_unit(np, pv.sentences.astype(np.float32).mean(axis=0))
+                                   for pv in self.plans]) if n else np.zeros((0, dim), dtype=np.float32)
         self._memo_cap = max(1_000, MEMO_FLOATS // max(n, 1))
         width = max((len(pv.not_examples) for pv in self.plans), default=0)
         self.nots = np.zeros((n, width, dim), dtype=np.float16)

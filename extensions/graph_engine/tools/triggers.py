@@ -189,7 +189,8 @@ def explain(plans: Sequence[Plan], message: str, domain: str | None) -> dict[str
     else:
         why = verdict.winner(lambda pid: by_id[pid].domains, domain)[1] if index is not None \
             else meaning.unavailable()
-    order = [s.plan_id for s in verdict.ranked] + [p.id for p in plans if p.id not in {s.plan_id for s in verdict.ranked}]
+    scored = [s.plan_id for s in verdict.ranked]
+    order = scored + [p.id for p in plans if p.id not in set(scored)]
     return {"message": message, "request_text": text, "domain": domain, "chosen": chosen.plan.id if chosen else None,
             "why": why, "matching": meaning.unavailable() or "words, then meaning",
             "thresholds": {"meaning": meaning.THRESHOLD, "meaning_with_domain": meaning.DOMAIN_THRESHOLD,
