@@ -42,7 +42,7 @@ DOMAIN_THRESHOLD = 0.60
 MARGIN = 0.0
 SHORTLIST = 24  # plans scored in full; a larger library is cut to the plans nearest in meaning first
 MAX_CHARS = 2_000  # of a message: the words that decide (a pasted log adds noise, not meaning)
-CACHE_PLANS = 1_024  # PlanVectors kept by content hash (vectors are stored as 16-bit floats: ~9 kB a plan)
+CACHE_PLANS = 1_024  # PlanVectors kept by content hash (vectors stored as 16-bit floats)
 MEMO_FLOATS = 4_000_000  # per index: the words' gains kept (16 MB)
 
 STOP_WORDS = frozenset("""a an the to of in on for and or but is are was were be been being it its this that these
