@@ -65,6 +65,7 @@ def test_a_lazy_load_matches_and_reports_as_a_full_load(tmp_path):
     cat, problems = cache.refresh()
     assert isinstance(cat, Catalogue) and cat.checked == {} and problems == []  # nothing checked yet
     full = check_document(json.loads(path.read_text()), str(path))
+    assert cat.meaning_index(wait=True) is not None  # what the background thread builds first
     for message in MESSAGES:  # matching checks only the plans it needs, and skips the broken ones
         for domain in ("", "bugfix", "git_ops", None):
             got, want = best_match(cat, message, domain, None), best_match(full.plans.values(), message, domain, None)

@@ -318,7 +318,7 @@ def test_without_a_terminal_it_asks_for_yes(tmp_path):
 def test_optional_packages_are_reported(tmp_path):
     root = make_tree(tmp_path, "old")
     r = run(root, "--yes")
-    for name in ("orjson", "jsonschema"):
+    for name in ("orjson", "jsonschema", "wordllama"):
         present = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True).returncode == 0
         assert f"optional package {name}: {'present' if present else 'absent'}" in r.stdout
 

@@ -51,7 +51,7 @@ def test_the_first_call_on_the_old_layout_carries_the_plan_too():
 
 def test_a_message_only_its_domain_confirms_starts_one_call_later_and_that_call_is_not_evidence():
     s = Session()
-    s.user("there's a bug in the date parser, fix it")  # one weak phrase + the bugfix domain
+    s.user("bug in dates.py")  # one weak phrase + the bugfix domain; its meaning alone is not enough
     first = s.run_pass(crash())
     assert told(first) == "" and s.state["plan_id"] == "bugfix_workflow"
     second = s.run_pass(crash())
@@ -133,12 +133,22 @@ def test_small_talk_pauses_one_call_and_the_run_goes_on():
     s.user("thanks, take your time")
     paused = s.run_pass(Reply(final="Sure."))
     assert told(paused).startswith("[WORKFLOW PAUSED") and s.state["plan_id"] == "bugfix_workflow"
-    s.user("the crash happens with an empty list")  # a follow-up no plan names: paused once more, then the step
+    s.user("it happens with the values from the form")  # a follow-up no plan names: paused once more, then the step
     assert told(s.run_pass(IDLE)).startswith("[WORKFLOW PAUSED")
     record = s.run_pass(crash())
     assert "Current step: Reproduce the issue" in told(record)
     s.run_pass(IDLE)
     assert verdicts(s) == [("reproduce", "success")]
+
+
+def test_a_follow_up_that_means_the_running_plan_keeps_its_step_in_the_call_that_carries_it():
+    """A follow-up whose meaning is the running plan's (no phrase of any plan in it) is decided at once: the
+    run goes on and the call that carries the message shows the step, not a pause."""
+    s = started()
+    s.run_pass(Reply(final="On it"))
+    s.user("the crash happens with an empty list")
+    record = s.run_pass(crash())
+    assert "Current step: Reproduce the issue" in told(record) and s.state["plan_id"] == "bugfix_workflow"
 
 
 def test_a_continuation_keeps_the_step_in_the_call_that_carries_it():

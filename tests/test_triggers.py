@@ -5,14 +5,20 @@ import json
 from graph_engine.tools import cli
 from graph_engine.library import load_library_file
 from graph_engine.tools.standin import FIXTURES, LIBRARY, BeliefStateTracker
-from graph_engine.tools.triggers import REQUIRED_ACCURACY, load_cases, report
+from graph_engine.matching import best_match
+from graph_engine.tools.triggers import MAX_FALSE_ACTIVATIONS, REQUIRED_ACCURACY, load_cases, met, report
 
 CASES = load_cases(str(FIXTURES / "trigger_cases.json"))
 PLANS = list(load_library_file(str(LIBRARY)).plans.values())
 
 
 def test_the_golden_set_is_large_and_covers_every_plan_and_the_named_cases():
-    assert len(CASES) >= 80
+    assert len(CASES) >= 400
+    held = [c for c in CASES if c.get("split") == "held_out"]
+    assert len(held) >= 80 and {c["expect"] for c in held} == {p.id for p in PLANS} | {None}
+    assert len({c["message"] for c in CASES}) == len(CASES)  # no message twice
+    examples = {e for p in PLANS for e in p.examples + p.not_examples}
+    assert not examples & {c["message"] for c in CASES}  # the plans' examples are not the cases they are judged on
     assert {c["expect"] for c in CASES} == {p.id for p in PLANS} | {None}
     by_message = {c["message"]: c["expect"] for c in CASES}
     for message, plan in [("fix the bug in /tmp/test.py", "bugfix_workflow"),
@@ -29,11 +35,66 @@ def test_recorded_domains_are_what_the_tracker_gives():
     assert [c["domain"] for c in CASES] == [bst.classify(c["message"]) for c in CASES]
 
 
-def test_every_case_of_the_bundled_set_is_right():
-    rep = report(PLANS, CASES)
+REPORT = report(PLANS, CASES)
+
+
+def test_the_cases_written_for_the_trigger_phrases_all_still_start_their_plan():
+    """The first part of the set (written with the phrases in mind) stays right with the domain: matching by
+    meaning only adds starts that the phrases did not decide."""
+    first = [c for c in CASES if "split" not in c][:158]
+    rep = report(PLANS, first)
     assert rep["wrong"] == [] and rep["accuracy"] == 1.0 >= REQUIRED_ACCURACY
-    assert rep["negatives_activated"] == []
     assert rep["collisions"] == []
+
+
+def test_the_labelled_set_figures():
+    """Requests that start the right plan and false activations, with the tracker's domain and without one
+    (floors from the measured figures: a change that loses requests or starts plans for small talk fails)."""
+    figs = REPORT["figures"]
+    assert REPORT["matching"].startswith("by trigger phrases, then by meaning")
+    for split in ("tune", "all"):  # the held-out part (30 such messages) has 1 with the domain: reported
+        for key in ("with_domain", "without_domain"):
+            assert figs[split][key]["false_rate"] <= MAX_FALSE_ACTIVATIONS, (split, key)
+    assert figs["held_out"]["with_domain"]["false_activations"] <= 1
+    assert figs["held_out"]["without_domain"]["false_activations"] == 0
+    assert figs["all"]["with_domain"]["recall"] >= 0.85 and figs["all"]["without_domain"]["recall"] >= 0.80
+    assert figs["held_out"]["with_domain"]["recall"] >= 0.85 and figs["held_out"]["without_domain"]["recall"] >= 0.78
+    assert figs["all"]["with_domain"]["recall"] >= figs["all"]["without_domain"]["recall"]  # the domain helps
+    assert REPORT["required"]["met"] == met(figs["all"])
+
+
+def test_the_named_requests_of_the_issue_start_their_plan_with_and_without_a_domain():
+    for message, plan in [("the tests in test_api.py are red, get them green again", "bugfix_workflow"),
+                          ("upgrade numpy to 2.1 and check nothing broke", "dependency_update")]:
+        for domain in ("bugfix", "", None):
+            m = best_match(PLANS, message, domain, None)
+            assert m is not None and m.plan.id == plan and m.meaning is not None, (message, domain)
+            assert m.why().startswith("matched by meaning: ") and "like the example '" in m.why()
+
+
+def test_the_words_decide_first_and_the_org_filter_has_the_last_word():
+    m = best_match(PLANS, "the tests in test_api.py are red, get them green again", "", None)
+    assert best_match(PLANS, "the tests in test_api.py are red, get them green again", "",
+                      [p.id for p in PLANS if p.id != m.plan.id]) is None or \
+        best_match(PLANS, "the tests in test_api.py are red, get them green again", "",
+                   [p.id for p in PLANS if p.id != m.plan.id]).plan.id != m.plan.id
+    assert best_match(PLANS, "the tests in test_api.py are red, get them green again", "", []) is None
+    assert best_match(PLANS, "fix the bug in /tmp/test.py", "", None).hits  # phrases, not meaning
+
+
+def test_explain_and_calibrate(capsys):
+    assert cli.main(["triggers", "--explain", "the tests in test_api.py are red, get them green again"]) == 0
+    out = capsys.readouterr().out
+    assert "chosen: bugfix_workflow: matched by meaning: " in out and "nearest text" in out
+    assert cli.main(["triggers", "--explain", "what does git rebase do?", "--json"]) == 0
+    ex = json.loads(capsys.readouterr().out)
+    assert ex["chosen"] is None and ex["request_text"] == "" and "only asks about a topic" in ex["why"]
+    assert cli.main(["triggers", "--calibrate", "--json"]) == 0
+    cal = json.loads(capsys.readouterr().out)
+    assert cal["found"] and all(f["false_rate"] <= MAX_FALSE_ACTIVATIONS for f in cal["figures"].values())
+    from graph_engine import meaning
+    assert (cal["threshold"], cal["domain_threshold"], cal["margin"]) == \
+        (meaning.THRESHOLD, meaning.DOMAIN_THRESHOLD, meaning.MARGIN)  # the shipped thresholds are calibrated
 
 
 def test_every_plan_has_a_mention_that_starts_nothing_and_requests_that_start_it():
@@ -56,10 +117,11 @@ def test_the_named_mentions_and_requests_of_the_issue():
 
 
 def test_triggers_command(capsys):
-    assert cli.main(["triggers"]) == 0
+    assert cli.main(["triggers"]) == (0 if REPORT["required"]["met"] else 1)
     out = capsys.readouterr().out
     assert "correct" in out and "expected -> chosen" in out and "no trigger phrase collides" in out
-    assert cli.main(["triggers", "--json"]) == 0
+    assert "held_out" in out and "requests that start the right plan" in out
+    assert cli.main(["triggers", "--json"]) == (0 if REPORT["required"]["met"] else 1)
     rep = json.loads(capsys.readouterr().out)
     assert rep["cases"] == len(CASES) and "bugfix_workflow" in rep["confusion"]
 
@@ -72,3 +134,19 @@ def test_collisions_are_listed(tmp_path, capsys):
     cli.main(["triggers", "--library", str(path)])
     out = capsys.readouterr().out
     assert "bugfix_workflow: 'fix the bug'  <->  refactor_safe: 'fix the bug'" in out
+
+
+def test_the_readme_shows_the_figures_the_command_prints():
+    from graph_engine.tools.standin import ROOT
+    lines = (ROOT / "README.md").read_text().splitlines()
+    figs = REPORT["figures"]
+    for label, split in (("| tuned on (", "tune"), ("| held out (", "held_out"), ("| all (", "all")):
+        row = next(line for line in lines if line.startswith(label))
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[0].endswith(f"({sum(1 for c in CASES if split in ('all', c.get('split', 'tune')))})")
+        for cell, key in zip(cells[1:3], ("with_domain", "without_domain")):
+            f = figs[split][key]
+            assert cell.startswith(f"{f['right']} of {f['requests']} (") and f"{f['recall']:.1%}"[:-1] in cell
+        with_d, without = (figs[split][k] for k in ("with_domain", "without_domain"))
+        assert cells[3].startswith(f"{with_d['false_activations']} of {with_d['negatives']} / "
+                                   f"{without['false_activations']} of {without['negatives']}")

@@ -26,10 +26,12 @@ import time
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
+from . import meaning
 from .library import (Checked, Library, _problem_lines, check_document, check_plan, document_problems, dot_files,
                       json_error, library_meta, library_schema, load_library_file, read_library)
-from .lint import ERROR, Diagnostic, cross_plan_triggers, shared_trigger
-from .matching import Indexed, Match, TriggerIndex, allowed, normalise, phrase_start, rank, request_text, score_plan
+from .lint import ERROR, Diagnostic, cross_plan_triggers, example_routing, shared_trigger
+from .matching import (Indexed, Match, TriggerIndex, allowed, by_meaning, by_words, normalise, phrase_start, rank,
+                       request_text, score_plan, trigger_hits)
 from .model import DEFAULT_THRESHOLD, Plan
 from .reading import decode_text, scan_document, scan_value
 
@@ -44,29 +46,34 @@ CHUNK = 1 << 16
 class Head:
     """What matching reads of a plan not checked yet, taken from its JSON as compiling would take it."""
 
-    __slots__ = ("id", "triggers", "strong_triggers", "domains", "trigger_threshold")
+    __slots__ = ("id", "triggers", "strong_triggers", "domains", "trigger_threshold", "name", "examples",
+                 "not_examples")
 
     def __init__(self, plan_id: str, triggers: tuple[str, ...], strong: tuple[str, ...], domains: tuple[str, ...],
-                 threshold: int) -> None:
+                 threshold: int, name: str = "", examples: tuple[str, ...] = (),
+                 not_examples: tuple[str, ...] = ()) -> None:
         self.id, self.triggers, self.strong_triggers = plan_id, triggers, strong
         self.domains, self.trigger_threshold = domains, threshold
+        self.name, self.examples, self.not_examples = name or plan_id, examples, not_examples
 
     @classmethod
     def of(cls, plan_id: str, raw: Any) -> Head | None:
         """None when the fields matching reads are not of their types (the check will disable the plan)."""
         if type(raw) is not dict:
             return None
-        weak, strong, domains = (raw.get(key, []) for key in ("triggers", "strong_triggers", "domains"))
-        threshold = raw.get("trigger_threshold", DEFAULT_THRESHOLD)
+        weak, strong, domains, examples, nots = (raw.get(key, []) for key in (
+            "triggers", "strong_triggers", "domains", "examples", "not_examples"))
+        threshold, name = raw.get("trigger_threshold", DEFAULT_THRESHOLD), raw.get("name", plan_id)
         if type(weak) is not list or type(strong) is not list or type(domains) is not list or \
-                type(threshold) is not int:
+                type(threshold) is not int or type(examples) is not list or type(nots) is not list or \
+                type(name) is not str:
             return None
         try:  # every item text (join refuses anything else, at C speed)
-            "".join(weak), "".join(strong), "".join(domains)
+            "".join(weak), "".join(strong), "".join(domains), "".join(examples), "".join(nots)
         except TypeError:
             return None
         return cls(plan_id, tuple(t.lower().strip() for t in weak), tuple(t.lower().strip() for t in strong),
-                   tuple(domains), threshold)
+                   tuple(domains), threshold, name.strip(), tuple(examples), tuple(nots))
 
 
 class Catalogue(Indexed):
@@ -81,6 +88,9 @@ class Catalogue(Indexed):
         self.checked: dict[str, Checked] = {}
         self.heads: dict[str, Any] = {}  # plan id -> what matching reads (the compiled plan once checked)
         self.index = TriggerIndex()
+        self._meaning: meaning.Index | None = None  # built when a message first needs it
+        self._building = False  # a thread is building it
+        self._texts: dict[str, tuple] = {}  # plan id -> the texts its meaning vectors come from
         self._starts_nothing: str | None = None  # the last message found to start no plan
         self._owners: dict[str, list[str]] = {}  # after settling: trigger phrase -> plans listing it, file order
         self._phrases: dict[str, tuple[str, ...]] = {}  # ... and plan id -> its phrases
@@ -110,6 +120,10 @@ class Catalogue(Indexed):
         return cat
 
     def _file(self, pid: str, head: Any) -> None:
+        texts = meaning.plan_texts(head) if head is not None else None
+        if texts is not None and self._texts.get(pid) != texts:  # compiling changes no text: the index stays
+            self._meaning = None  # (a thread building the old one still finishes; the next need rebuilds)
+            self._texts[pid] = texts  # a plan found broken stays in the index, passed over (``_usable``)
         if head is None:
             self.heads.pop(pid, None)
             self.index.remove(pid)
@@ -133,11 +147,69 @@ class Catalogue(Indexed):
         heads = self.heads
         found = [m for pid in self.index.candidates(text)
                  if allowed(pid, allowed_plans) and (m := score_plan(heads[pid], text, domain))]
-        for m in sorted(found, key=rank):
+        index = self.meaning_index()
+        for m in by_words(found, index.verdict(text, allowed_plans) if found and index is not None else None):
             plan = self.get(m.plan.id)  # a plan with an error is skipped, as a full load leaves it out
             if plan is not None:
                 return m if m.plan is plan else replace(m, plan=plan)
-        return None
+        named = [pid for pid in self.index.candidates(text)  # only the companion's half needs them
+                 if trigger_hits(heads[pid].triggers + heads[pid].strong_triggers, text)] if domain is None else ()
+        m = by_meaning(index, self._head, text, domain, allowed_plans, named, self._usable)
+        plan = self.get(m.plan.id) if m is not None else None
+        if plan is None:
+            return None
+        return m if m.plan is plan else replace(m, plan=plan)
+
+    def _usable(self, pid: str) -> bool:
+        return pid in self.heads and (pid not in self.checked or self.checked[pid].usable)
+
+    def _head(self, pid: str) -> Any:
+        head = self.heads.get(pid)
+        return head if head is not None else Head(pid, (), (), (), DEFAULT_THRESHOLD)
+
+    def meaning_index(self, wait: bool | None = None) -> meaning.Index | None:
+        """The plans' vectors for matching by meaning: built when first needed and again after a plan's texts
+        changed (each plan's vectors are kept by content, so only a changed plan is embedded again); None
+        without the model (one log line says so, once).  ``wait`` (default: for a library checked whole,
+        which is small) builds it now, loading the model on first use in the process (about a second);
+        otherwise a thread builds it and the message is matched by its phrases alone meanwhile."""
+        found = self._meaning
+        if found is not None:
+            return found
+        if not (self._whole is not None if wait is None else wait):
+            if not self._building:
+                self._building = True
+                threading.Thread(target=self._build_meaning, name="graph-engine-meaning", daemon=True).start()
+            return None
+        enc = meaning.encoder()
+        if enc is None:
+            if meaning.say_once():
+                with self._lock:
+                    self._new.append(meaning.unavailable())
+            return None
+        with self._lock:
+            if self._meaning is None:
+                self._meaning = meaning.Index(enc, list(self.heads.values()))
+            return self._meaning
+
+    def _build_meaning(self, routing: bool = False) -> None:
+        """In a thread: build the meaning index; ``routing``: then report the examples that do not route (a
+        library checked whole; for a large one, `graph-engine validate` reports them)."""
+        try:
+            if not routing:  # asked for by a message's match: the pass that asked goes first
+                time.sleep(BACKGROUND_DELAY)
+            index = self.meaning_index(wait=True)
+            if routing and index is not None and self._whole is not None:
+                found = example_routing(self._whole.plans.values())
+                with self._lock:
+                    self._new.extend(_problem_lines(self.path, found))
+        except Exception as exc:  # noqa: BLE001 - said in the agent's log by the next pass, never lost
+            with self._lock:
+                self._new.append(f"{self.path}: preparing to match requests by meaning failed "
+                                 f"({type(exc).__name__}: {exc}); messages are matched by their phrases. "
+                                 "Please report it")
+        finally:
+            self._building = False
 
     def may_start(self, message: str) -> bool:
         """Whether any plan's trigger phrase is in the message's request text (the words ``best`` scores):
@@ -149,6 +221,9 @@ class Catalogue(Indexed):
         heads = self.heads
         if text and any(phrase_start(t, text) >= 0 for pid in self.index.candidates(text)
                         for t in heads[pid].triggers + heads[pid].strong_triggers if t):
+            return True
+        index = self.meaning_index() if text else None
+        if index is not None and index.verdict(text).may_win():
             return True
         self._starts_nothing = message
         return False
@@ -245,10 +320,15 @@ class Catalogue(Indexed):
         BACKGROUND_DELAY: the pass that loaded the library matches its message first, undisturbed."""
         if not self.settled:
             threading.Thread(target=self._background, name="graph-engine-library", daemon=True).start()
+        elif self._meaning is None and not self._building:  # checked whole: the index and the examples' check
+            self._building = True
+            threading.Thread(target=self._build_meaning, args=(True,), name="graph-engine-meaning",
+                             daemon=True).start()
 
     def _background(self) -> None:
         time.sleep(BACKGROUND_DELAY)
         try:
+            self.meaning_index(wait=True)
             self.settle(pause=BACKGROUND_PAUSE)
         except Exception as exc:  # noqa: BLE001 - said in the agent's log by the next pass, never lost
             with self._lock:

@@ -699,7 +699,7 @@ def _on_message(plans: Iterable[Plan], run: Run | None, obs: Observation, fx: Ef
         fx.notice, fx.context, fx.ended = fx.context or "", None, ""
     if d.match is None:
         return None, False
-    new = _activate(d.match.plan, obs, fx, d.match.hits)
+    new = _activate(d.match, obs, fx)
     if new is not None:
         new.state["message_monologue"] = key
         if provisional:
@@ -731,7 +731,7 @@ def _confirm(plans: Iterable[Plan], run: Run, obs: Observation, fx: Effects, sta
     if full is None:
         return None
     fx.notice, fx.context, fx.ended = fx.context or "", None, ""
-    new = _activate(full.plan, obs, fx, full.hits)
+    new = _activate(full, obs, fx)
     if new is not None:
         new.state["message_monologue"] = obs.message_id
     return new
@@ -754,17 +754,27 @@ def _end(run: Run, title: str, reason: str) -> None:
     _finish(run, title.lower(), render.ended_notice(run.state, title, reason, run.plan))
 
 
-def _activate(plan: Plan, obs: Observation, fx: Effects, hits: Sequence[str], said: str = "") -> Run | None:
-    """A new run of ``plan``: matched by trigger phrases (``hits``), or asked for by the user (``said``)."""
+def _asked_for(plan: Plan) -> Match:
+    """The match of a plan the user started by name: no phrase, no meaning score."""
+    return Match(plan=plan, score=0, hits=(), domain_ok=True)
+
+
+def _activate(match: Match, obs: Observation, fx: Effects, said: str = "") -> Run | None:
+    """A new run of ``match.plan``: matched by its trigger phrases or by meaning, or asked for by the user by
+    name (``said``: the user's words)."""
+    plan, hits = match.plan, match.hits
     state = new_state(plan, obs.monologue, obs.pass_key, obs.global_turn)
     run = Run(plan=plan, state=state, fx=fx, now=obs.now)
+    why = {} if match.meaning is None else {"meaning": {"score": round(match.meaning.total, 3),
+                                                       "example": match.meaning.example}}
     by = {"by": "user", "said": said} if said else {}
-    emit(state, "plan_activated", node=plan.start, plan=plan.id, version=plan.version, triggers=list(hits), **by)
+    emit(state, "plan_activated", node=plan.start, plan=plan.id, version=plan.version, triggers=list(hits), **why,
+         **by)
     push_path(state, plan.start)
     emit(state, "node_entered", node=plan.start)
     kind = "Graph" if plan.mode == "graph" else "Linear"
-    why = f"the user said {said!r}" if said else f"matched {', '.join(repr(h) for h in hits)}"
-    fx.log("info", f"[HTN] {kind} plan activated: {plan.name} ({render.plural(plan.total_steps, 'step')}; {why})")
+    reason = f"the user said {said!r}" if said else match.why()
+    fx.log("info", f"[HTN] {kind} plan activated: {plan.name} ({render.plural(plan.total_steps, 'step')}; {reason})")
     if plan.mode == "graph":
         _settle(run)  # may end at once: an exit or escalation right after start
     return _alive(run)
@@ -995,7 +1005,7 @@ def _restart(plans: Iterable[Plan], run: Run, obs: Observation, ctl: control.Con
     old["status"] = "stopped"
     _finish(run, "stopped", None)
     fx.ended = ""
-    new = _activate(_plan_by_id(plans, run.plan.id) or run.plan, obs, fx, (), ctl.said)
+    new = _activate(_asked_for(_plan_by_id(plans, run.plan.id) or run.plan), obs, fx, ctl.said)
     if new is not None:
         old["events"][-1]["new_run"] = new.state["run_id"]
         _answer(new, fx, render.control_line(f"Restarted by the user: a new run of '{run.plan.name}' starts at its "
@@ -1043,7 +1053,7 @@ def _start_named(plans: Iterable[Plan], run: Run | None, obs: Observation, fx: E
         _finish(run, "ended", None)
         replaced = run.plan.name
         fx.context, fx.ended = None, ""
-    new = _activate(plan, obs, fx, (), ctl.said)
+    new = _activate(_asked_for(plan), obs, fx, ctl.said)
     if new is None:
         return True, None
     new.state["message_monologue"] = obs.message_id

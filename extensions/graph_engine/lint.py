@@ -53,6 +53,7 @@ RULES: Mapping[str, tuple[str, str]] = {
     "threshold_unreachable": (ERROR, "the trigger threshold is higher than the plan can score"),
     "trigger_overlap": (WARNING, "one trigger phrase contains another of the same plan: one phrase scores twice"),
     "duplicate_trigger": (WARNING, "the same trigger phrase in two plans (or twice in one)"),
+    "example_routing": (WARNING, "an example that does not start its plan, or a not-example that starts a plan"),
     # DOT files (Attractor rule ids where the rule is the same)
     "syntax": (ERROR, "a DOT file that does not parse (the message gives line:column)"),
     "duplicate_plan": (ERROR, "a DOT plan whose id (the digraph name) is already taken"),
@@ -633,6 +634,44 @@ def cross_plan_triggers(plans: Iterable[Plan]) -> list[Diagnostic]:
         for t in plan.all_triggers:
             owners.setdefault(t, []).append(plan.id)
     return [shared_trigger(trig, ids) for trig, ids in owners.items() if len(ids) > 1]
+
+
+def example_routing(plans: Iterable[Plan]) -> list[Diagnostic]:
+    """A plan's examples are its trigger tests: each must start the plan with no domain (stock Agent-Zero), and
+    no not-example may start a plan, with no domain or with the plan's own.  Matched as the engine matches;
+    without the meaning model only the not-examples are checked (the examples need it)."""
+    from . import meaning
+    from .matching import best_match
+    plans = list(plans)
+    checks_examples = not meaning.unavailable()
+    key = (checks_examples, *((p.id, meaning.plan_texts(p), p.domains, p.trigger_threshold) for p in plans))
+    known = _ROUTING.get(key)
+    if known is not None:
+        return list(known)
+    found = []
+    for plan in plans:
+        for text in plan.examples if checks_examples else ():
+            m = best_match(plans, text, "", None)
+            if m is None or m.plan.id != plan.id:
+                found.append(diag("example_routing", plan.id, f"the example '{text}' starts "
+                                  f"{f'plan {m.plan.id!r}' if m else 'no plan'}",
+                                  "reword the example, or add examples and phrases nearer to it" if m is None else
+                                  f"reword it, or tell the plans apart (a phrase of '{m.plan.id}' decides it)"))
+        for text in plan.not_examples:
+            for domain in dict.fromkeys(("", *plan.domains[:1])):
+                m = best_match(plans, text, domain, None)
+                if m is not None:
+                    found.append(diag("example_routing", plan.id, f"the not-example '{text}' starts plan "
+                                      f"{m.plan.id!r} ({m.why()}{f', domain {domain}' if domain else ''})",
+                                      "reword it, or make the phrase that decides it more specific"))
+                    break
+    if len(_ROUTING) >= 16:
+        _ROUTING.pop(next(iter(_ROUTING)))
+    _ROUTING[key] = tuple(found)
+    return found
+
+
+_ROUTING: dict[tuple, tuple[Diagnostic, ...]] = {}  # a library's example findings, kept by its plans' texts
 
 
 def shared_trigger(phrase: str, ids: list[str]) -> Diagnostic:

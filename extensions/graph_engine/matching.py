@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
+from . import meaning
 from .model import Plan
 
 SMALL_TALK_DOMAINS = ("", "conversational")
@@ -47,6 +48,13 @@ class Match:
     hits: tuple[str, ...]
     domain_ok: bool
     first: int = 0  # where the earliest phrase starts in the message
+    meaning: meaning.Scores | None = None  # set when the plan was matched by meaning, not by its phrases
+
+    def why(self) -> str:
+        """What matched, for the activation log line."""
+        if self.meaning is not None:
+            return f"matched by meaning: {self.meaning.total:.2f}, like the example '{self.meaning.example}'"
+        return f"matched {', '.join(repr(h) for h in self.hits)}"
 
 
 def normalise(message: str) -> str:
@@ -58,12 +66,14 @@ _LEAD = r"^(?:(?:hey|hi|ok|okay|so|well|please|quick question|just curious),? )*
 _MENTION = re.compile(_LEAD + r"(?:"
     r"what(?:'s| is| are| was| were) (?:a|an|the|some)? ?(?!wrong\b|going on\b|happening\b|failing\b|broken\b)"
     r"|what(?:'s| is) the (?:difference|point|purpose|use)\b"
-    r"|what (?:does|do|did) .*\b(?:mean|do|does|stand for)\b"
+    r"|what (?:does|do|did) .*\b(?:mean|do|does|stand for|contain|include|look like)\b|what makes\b"
     r"|how (?:does|do|did|is|are|can|could|should|would|often|much|many|long) "
     r"|why (?:do|does|would|should|did|use)\b"
     r"|why (?:is|are) (?!.*\b(?:fail|crash|broke|error|wrong|slow|stuck|missing|empty|down|hang|not)).*"
     r"|(?:explain|describe|define|summari[sz]e|compare|teach me|tell me (?:about|what|how|why|a|an))\b"
     r"|(?:should|could|would|can|do|must) (?:i|we|one)\b|(?:is|are) (?:it|there|this|that)\b"
+    r"|(?:is|are|does|do) (?!you\b)[\w.+#-]+ (?:\w+ )?(?:better|worse|faster|slower|good|bad|worth|safe|free|"
+    r"necessary|needed|required|possible|secure|stable)\b"
     r"|(?:recommend|suggest)\b|(?:difference|differences) between\b|(?:when|which|who) "
     r"|(?:write|compose|make up|give me|tell me|draft) (?:me )?(?:a|an|some|\d+)? ?(?:short |funny |little )?"
     r"(?:poem|story|haiku|song|joke|limerick|essay|rap|sonnet|tweet|blog post|article|quote|riddle|slogan)s?\b"
@@ -144,14 +154,56 @@ class Indexed:
 
 def best_match(plans: Iterable[Plan] | Indexed, message: str, domain: str | None,
                allowed_plans: Sequence[str] | None) -> Match | None:
-    """The plan the message starts (``domain`` None: unknown yet, so only a decisive match)."""
+    """The plan the message starts (``domain`` None: unknown yet, so only a decisive match): by its trigger
+    phrases when they decide, else by meaning (``by_meaning``)."""
     text = request_text(normalise(message))
     if not text:
         return None
     if isinstance(plans, Indexed):
         return plans.best(text, domain, allowed_plans)
+    plans = list(plans)
+    index = meaning.index_of(plans)
+    found = [m for p in plans if allowed(p.id, allowed_plans) and (m := score_plan(p, text, domain))]
+    if found:
+        ordered = by_words(found, index.verdict(text, allowed_plans) if index is not None else None)
+        return ordered[0] if ordered else None
+    by_id = {p.id: p for p in plans}
+    return by_meaning(index, by_id.__getitem__, text, domain, allowed_plans,
+                      [p.id for p in plans if trigger_hits(p.all_triggers, text)] if domain is None else ())
+
+
+def word_match(plans: Iterable[Plan], text: str, domain: str | None,
+               allowed_plans: Sequence[str] | None) -> Match | None:
+    """The plan a request text starts by its trigger phrases alone (meaning not consulted)."""
     found = [m for p in plans if allowed(p.id, allowed_plans) and (m := score_plan(p, text, domain))]
     return min(found, key=rank) if found else None
+
+
+def by_words(found: list[Match], verdict: meaning.Verdict | None) -> list[Match]:
+    """The plans a message's trigger phrases start, best first (``rank``).  With meaning on, a match made by
+    weak phrases alone whose message says nearly what one of the not-examples says is a mention of the
+    plan's topic, not a request, and is left out ("the bug in my garden ate my tomatoes")."""
+    if verdict is not None:
+        found = [m for m in found if set(m.hits) & set(m.plan.strong_triggers) or not verdict.mention(m.plan.id)]
+    return sorted(found, key=rank)
+
+
+def by_meaning(index: meaning.Index | None, plan_of: Callable[[str], Any], text: str, domain: str | None,
+               allowed_plans: Sequence[str] | None, named: Sequence[str] = (),
+               usable: Callable[[str], bool] | None = None) -> Match | None:
+    """The plan a request text starts by meaning, when no plan's phrases decide it (``named``: plans whose
+    phrases it contains without reaching their threshold).  With the domain unknown (None) a plan is returned
+    only when no domain could undo it: it reaches the threshold without the domain's help, and no plan it
+    names by a phrase could still win by its domain."""
+    if index is None:
+        return None
+    verdict = index.verdict(text, allowed_plans)
+    win, _ = verdict.winner(lambda pid: plan_of(pid).domains, domain, usable=usable)
+    if win is None or (domain is None and any(pid != win.plan_id for pid in named)):
+        return None
+    plan = plan_of(win.plan_id)
+    return Match(plan=plan, score=0, hits=(), domain_ok=not plan.domains or bool(domain and domain in plan.domains),
+                 meaning=win)
 
 
 _TOKEN = re.compile(r"\w+")

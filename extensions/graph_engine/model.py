@@ -152,6 +152,8 @@ class Plan:
     description: str = ""
     retry_target: str = ""
     fallback_retry_target: str = ""
+    examples: tuple[str, ...] = ()  # requests in everyday words that must start the plan
+    not_examples: tuple[str, ...] = ()  # messages near its topic that must start nothing
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -246,11 +248,13 @@ def _compile_common(plan_id: str, raw: dict) -> dict:
     max_turns = _int(plan_id, raw.get("max_turns", 0), f"{where}.max_turns", 0)
     description = raw.get("description", "")
     _expect(isinstance(description, str), plan_id, f"{where}.description", "must be a string", "write text")
+    examples = _str_list(plan_id, raw.get("examples", []), f"{where}.examples")
+    not_examples = _str_list(plan_id, raw.get("not_examples", []), f"{where}.not_examples")
     return {
         "name": name.strip(), "domains": tuple(domains), "triggers": tuple(t.lower().strip() for t in triggers),
         "strong_triggers": tuple(t.lower().strip() for t in strong),
         "trigger_threshold": threshold, "stale_after_turns": stale, "max_turns": max_turns,
-        "description": description,
+        "description": description, "examples": tuple(examples), "not_examples": tuple(not_examples),
     }
 
 

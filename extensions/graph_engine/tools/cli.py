@@ -17,7 +17,7 @@ import sys
 from typing import Any, Sequence, TextIO
 
 from .. import __version__
-from ..lint import Diagnostic
+from ..lint import Diagnostic, example_routing
 from ..schema import jsonschema_available
 from . import standin as a0
 from . import triggers as trig
@@ -55,7 +55,7 @@ def _per_file(paths: Sequence[str], err: TextIO | None = None) -> tuple[dict[str
             if err is not None:
                 err.write(f"graph-engine validate: {exc}\n")
             continue
-        found = list(lib.diagnostics)
+        found = list(lib.diagnostics) + example_routing(lib.plans.values())  # loads the meaning model
 
         def at(plan_id: str) -> dict[str, Any]:  # a DOT plan's info lines point at its digraph
             pos = lib.dot_positions.get(plan_id)
@@ -103,11 +103,18 @@ def validate(paths: Sequence[str], as_json: bool, out: TextIO, err: TextIO) -> i
 # ── triggers ────────────────────────────────────────────────────────────────
 
 
-def triggers(library: str | None, cases: str | None, as_json: bool, out: TextIO, err: TextIO) -> int:
-    """The golden set of the library: --cases, else trigger_cases.json beside the library, else (for the
-    bundled library) fixtures/trigger_cases.json.  Without one, only colliding phrases are checked."""
+def triggers(library: str | None, cases: str | None, as_json: bool, out: TextIO, err: TextIO,
+             explain: str | None = None, domain: str | None = None, calibrate: bool = False) -> int:
+    """The labelled set of the library: --cases, else trigger_cases.json beside the library, else (for the
+    bundled library) fixtures/trigger_cases.json.  Without one, only colliding phrases are checked.
+    --explain MESSAGE: one message's scores per plan and why the winner won (--domain: the tracker's domain).
+    --calibrate: the meaning thresholds the cases not held out support."""
     path = library or str(a0.LIBRARY)
     lib = load_library(path)
+    if explain is not None:
+        ex = trig.explain(list(lib.plans.values()), explain, domain)
+        out.write((json.dumps(ex, indent=2) if as_json else trig.format_explain(ex)) + "\n")
+        return 0
     if cases is None:
         beside = os.path.join(os.path.dirname(os.path.abspath(path)), "trigger_cases.json")
         bundled = a0.ROOT / "fixtures" / "trigger_cases.json"
@@ -123,9 +130,16 @@ def triggers(library: str | None, cases: str | None, as_json: bool, out: TextIO,
         golden = trig.load_cases(cases)
     except (ValueError, KeyError, TypeError) as exc:
         raise CliError(f"{cases}: {exc}") from None
+    if calibrate:
+        try:
+            cal = trig.calibrate(list(lib.plans.values()), golden)
+        except RuntimeError as exc:
+            raise CliError(str(exc)) from None
+        out.write((json.dumps(cal, indent=2) if as_json else trig.format_calibration(cal)) + "\n")
+        return 0 if cal["found"] else FINDING
     rep = trig.report(list(lib.plans.values()), golden)
     out.write((json.dumps(rep, indent=2) if as_json else trig.format_report(rep)) + "\n")
-    return 0 if rep["accuracy"] >= trig.REQUIRED_ACCURACY and not rep["negatives_activated"] else FINDING
+    return 0 if rep["required"]["met"] else FINDING
 
 
 # ── prompts, explain, inspect ───────────────────────────────────────────────
@@ -385,6 +399,9 @@ def parser() -> argparse.ArgumentParser:
     tr.add_argument("--library", help="a library (default: the bundled one)")
     tr.add_argument("--cases", help="the golden set (default: trigger_cases.json beside the library)")
     tr.add_argument("--json", action="store_true")
+    tr.add_argument("--explain", metavar="MESSAGE", help="one message: the scores per plan and why the winner won")
+    tr.add_argument("--domain", help="with --explain: the belief-state domain (default: none)")
+    tr.add_argument("--calibrate", action="store_true", help="search the meaning thresholds on the cases not held out")
     pro = sub.add_parser("prompts", help="every text a plan can show the model: steps, failures, notices")
     pro.add_argument("file", nargs="?", default=str(a0.LIBRARY), metavar="FILE", help="a library (default: bundled)")
     pro.add_argument("--plan", help="one plan (default: every plan of the library)")
@@ -439,7 +456,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.command == "validate":
         return validate(args.paths, args.json, out, err)
     if args.command == "triggers":
-        return triggers(args.library, args.cases, args.json, out, err)
+        return triggers(args.library, args.cases, args.json, out, err, args.explain, args.domain, args.calibrate)
     if args.command == "prompts":
         return prompts_cmd(args.file, args.plan, out, args.json)
     if args.command == "explain":

@@ -45,7 +45,7 @@ STATE_DIR = Path("usr") / "graph_engine"
 MANIFEST = "install_manifest.json"
 FRAMEWORK_PYTHON = "/opt/venv-a0/bin/python"
 MARK = "Graph workflow engine"  # first line of this pack's extension files
-OPTIONAL = ("orjson", "jsonschema")
+OPTIONAL = ("orjson", "jsonschema", "wordllama")  # wordllama: requests matched by meaning, not only by words
 
 
 class Refused(Exception):
@@ -477,7 +477,7 @@ try:
     out["library"] = {"plans": len(lib.plans), "loaded": sorted(lib.plans), "problems": list(lib.problems)}
 except Exception as exc:
     out["library"] = {"error": f"{type(exc).__name__}: {exc}"}
-for name in ("orjson", "jsonschema"):
+for name in ("orjson", "jsonschema", "wordllama"):
     try:
         importlib.import_module(name)
         out["optional"][name] = True
@@ -568,7 +568,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     ap.add_argument("--plugin", action="store_true", help=f"v1.x: install as the plugin usr/plugins/{PLUGIN}")
     ap.add_argument("--with-optional", action="store_true",
-                    help="pip-install orjson and jsonschema into the framework's Python")
+                    help="pip-install orjson, jsonschema and wordllama into the framework's Python")
     ap.add_argument("--python", help=f"the framework's Python (default {FRAMEWORK_PYTHON} when present)")
     ap.add_argument("--check", action="store_true",
                     help="only report whether this version is installed and intact (exit 0 yes, 1 no)")

@@ -1,0 +1,416 @@
+"""Which plan a message asks for, by meaning: people describe their problem, they do not type trigger phrases.
+
+The model is ``wordllama``'s static token embeddings (its PyPI wheel ships the 256-dimension table and the
+tokenizer: no download, CPU only, a few tens of microseconds per message).  Without the package (or numpy) the
+engine matches by words alone and says so in one log line (``unavailable``).
+
+A plan is described by its name, trigger phrases and ``examples`` (requests that must start it); its
+``not_examples`` are messages near its topic that must start nothing.  What a plan's texts give is computed
+once per content (``PlanVectors``, kept by a hash of the texts), so a reload only embeds the plans that changed.
+
+A message's score for a plan adds two parts (both in ``Scores``):
+
+* ``words``: each content word of the message (stop words, numbers and pieces shorter than 3 letters left out)
+  finds its nearest word among the plan's words; a pair whose cosine reaches ``WORD_CUT`` counts that cosine
+  times how rare the plan's word is among the plans (``log(1 + plans / plans using it)``), summed over the
+  message's words and divided by their number (at least ``MIN_WORDS``) plus one.  "containerise the service"
+  finds "docker", "container" and "image" in the docker plan's examples; "the" finds nothing anywhere.
+* ``sentence``: the mean of the two best cosines between the message's sentence vector (its words' vectors
+  summed, stop words at ``STOP_WEIGHT``) and the plan's name and examples, times ``SENTENCE_WEIGHT``.
+
+The best plan starts when its score reaches ``THRESHOLD`` (``DOMAIN_THRESHOLD`` when the belief-state domain
+is one of the plan's domains), it leads the next plan by ``MARGIN``, and the message is not closer to some
+plan's not-example than to the winner's nearest example.  The constants are calibrated on the project's
+labelled set (``graph-engine triggers --calibrate``; see the README).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+from dataclasses import dataclass
+from typing import Any, Iterable, NamedTuple, Sequence
+
+WORD_CUT = 0.5
+STOP_WEIGHT = 0.3
+SENTENCE_WEIGHT = 0.5
+MENTION_COSINE = 0.8  # how near a not-example a message must be to undo a match by weak phrases
+MIN_WORDS = 2  # a message with fewer content words is scored as if it had this many (one rare word is no request)
+THRESHOLD = 1.10
+DOMAIN_THRESHOLD = 0.60
+MARGIN = 0.0
+SHORTLIST = 24  # plans scored in full; a larger library is cut to the plans nearest in meaning first
+MAX_CHARS = 2_000  # of a message: the words that decide (a pasted log adds noise, not meaning)
+CACHE_PLANS = 1_024  # PlanVectors kept by content hash (vectors stored as 16-bit floats)
+MEMO_FLOATS = 4_000_000  # per index: the words' gains kept (16 MB)
+
+STOP_WORDS = frozenset("""a an the to of in on for and or but is are was were be been being it its this that these
+those i me my mine we our ours us you your yours he she they them their with at by from as into onto about please
+pls can could would will should shall may might must do does did done doing have has had just so some any all not
+no yes ok okay hey hi hello then there here what which who whom how why when where get got gets make makes made
+let lets i'm it's i'd i'll don't can't need needs want wants like one new up out over off own same too very also
+again still now thanks thank than more most much many each every other another such only really something
+anything""".split())
+
+
+def unavailable() -> str:
+    """Why matching by meaning is off ("" when it is on); loads the model on first call."""
+    return _model()[1]
+
+
+def encoder() -> Encoder | None:
+    return _model()[0]
+
+
+_SAID: list[bool] = []
+
+
+def say_once() -> bool:
+    """True the first time it is asked in this process: the one log line that meaning is off."""
+    if _SAID:
+        return False
+    _SAID.append(True)
+    return True
+
+
+_LOCK = threading.Lock()
+_LOADED: list[tuple[Encoder | None, str]] = []
+
+
+def _model() -> tuple[Encoder | None, str]:
+    if _LOADED:
+        return _LOADED[0]
+    with _LOCK:
+        if not _LOADED:
+            _LOADED.append(_load())
+    return _LOADED[0]
+
+
+def _load() -> tuple[Encoder | None, str]:
+    try:
+        import os
+
+        import numpy as np
+        import wordllama
+        from wordllama import WordLlama
+    except ImportError as exc:
+        return None, (f"matching by words only: {exc.name or 'wordllama'} is not installed "
+                      f"(pip install wordllama to match requests by meaning)")
+    try:  # the wheel ships the table and the tokenizer; the package folder is the cache, so nothing downloads
+        folder = os.path.dirname(wordllama.__file__)
+        model = WordLlama.load(config="l2_supercat", dim=256, cache_dir=folder, disable_download=True)
+        return Encoder(model.tokenizer, np.asarray(model.embedding, dtype=np.float32)), ""
+    except Exception as exc:  # a broken install: words still work
+        return None, f"matching by words only: wordllama could not load its model ({type(exc).__name__}: {exc})"
+
+
+class Encoder:
+    """Token ids and vectors of a text: the tokenizer plus the static table (rows scaled to length 1)."""
+
+    def __init__(self, tokenizer: Any, table: Any) -> None:
+        import numpy as np
+        self.np = np
+        self.tokenizer = tokenizer
+        norms = np.linalg.norm(table, axis=1)
+        self.unit = table / np.maximum(norms, 1e-9)[:, None]
+        self.norms = norms.astype(np.float32)
+        content = np.zeros(len(table), dtype=bool)
+        for piece, i in tokenizer.get_vocab().items():
+            word = piece.lstrip("\u2581").lower()
+            if i < len(table) and len(word) >= 3 and word.isalpha() and word not in STOP_WORDS:
+                content[i] = True
+        self.content = content
+        self.weight = np.where(content, 1.0, STOP_WEIGHT).astype(np.float32) * self.norms  # in a sentence
+
+    def ids(self, text: str) -> list[int]:
+        size = len(self.unit)
+        return [i for i in self.tokenizer.encode(text[:MAX_CHARS].lower(), add_special_tokens=False).ids if i < size]
+
+    def many_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        return [self.ids(t) for t in texts]  # one by one: the batch call's threads cost more than they save
+
+    def sentences(self, rows: list[list[int]]) -> Any:
+        """Many texts' vectors at once (16-bit floats: what an index keeps)."""
+        np = self.np
+        out = np.zeros((len(rows), self.unit.shape[1]), dtype=np.float32)
+        for r, ids in enumerate(rows):
+            if ids:
+                out[r] = self.weight[ids] @ self.unit[ids]
+        norms = np.sqrt(np.einsum("rd,rd->r", out, out))
+        return (out / np.maximum(norms, 1e-9)[:, None]).astype(np.float16)
+
+    def words(self, ids: list[int]) -> Any:
+        """The distinct content-word ids."""
+        content = self.content
+        np = self.np
+        return np.asarray(sorted({i for i in ids if content[i]}), dtype=np.int64)
+
+    def sentence(self, ids: list[int]) -> Any:
+        """A text's vector, length 1 (zero for a text without words)."""
+        np = self.np
+        if not ids:
+            return np.zeros(self.unit.shape[1], dtype=np.float32)
+        v = self.weight[ids] @ self.unit[ids]
+        n = float(np.sqrt(v @ v))
+        return v / n if n else v
+
+
+@dataclass(frozen=True)
+class PlanVectors:
+    """What one plan's texts give the matcher."""
+
+    words: Any  # distinct content-word ids of the name, trigger phrases and examples
+    texts: tuple[str, ...]  # the name and examples, in this order
+    sentences: Any  # their vectors (rows)
+    not_examples: tuple[str, ...]
+    not_sentences: Any  # their vectors
+
+
+_VECTORS: dict[str, PlanVectors] = {}
+
+
+def plan_texts(plan: Any) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(texts scored as sentences, phrases that add words only, not-examples) of a plan or a plan head."""
+    return ((plan.name, *getattr(plan, "examples", ())), (*plan.triggers, *plan.strong_triggers),
+            tuple(getattr(plan, "not_examples", ())))
+
+
+def vectors(enc: Encoder, plan: Any) -> PlanVectors:
+    texts, phrases, nots = plan_texts(plan)
+    key = hashlib.sha256("\x00".join((*texts, "\x01", *phrases, "\x01", *nots)).encode()).hexdigest()
+    found = _VECTORS.get(key)
+    if found is not None:
+        return found
+    np = enc.np
+    ids = enc.many_ids(texts + phrases + nots)
+    text_ids, not_ids = ids[:len(texts)], ids[len(texts) + len(phrases):]
+    words = np.asarray(sorted({i for row in ids[:len(texts) + len(phrases)] for i in row if enc.content[i]}),
+                       dtype=np.int64)
+    pv = PlanVectors(words=words, texts=texts, sentences=enc.sentences(text_ids), not_examples=nots,
+                     not_sentences=enc.sentences(not_ids))
+    if len(_VECTORS) >= CACHE_PLANS:
+        _VECTORS.pop(next(iter(_VECTORS)))
+    _VECTORS[key] = pv
+    return pv
+
+
+class Scores(NamedTuple):
+    """One plan's meaning score for a message, and why."""
+
+    plan_id: str
+    words: float
+    sentence: float
+    example: str  # the plan's text nearest the message
+    cosine: float  # ... and its cosine
+
+    @property
+    def total(self) -> float:
+        return self.words + self.sentence
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The plans ranked for one message, and the not-example nearest it."""
+
+    ranked: tuple[Scores, ...]
+    not_example: str = ""
+    not_cosine: float = -1.0
+
+    def winner(self, domains_of: Any, domain: str | None, threshold: float = THRESHOLD,
+               domain_threshold: float = DOMAIN_THRESHOLD, margin: float = MARGIN,
+               usable: Any = None) -> tuple[Scores | None, str]:
+        """The plan the message starts (None and why not).  ``domains_of(plan_id)``: the plan's domains;
+        ``usable(plan_id)``: False for a plan found broken since the index was built (passed over)."""
+        ranked = self.ranked if usable is None else tuple(s for s in self.ranked if usable(s.plan_id))
+        if not ranked:
+            return None, "no plan is near it"
+        best = ranked[0]
+        agrees = bool(domain) and domain in domains_of(best.plan_id)
+        need = domain_threshold if agrees else threshold
+        if best.total < need:
+            return None, f"best score {best.total:.2f} is below {need:.2f}" + (" (domain agrees)" if agrees else "")
+        if len(ranked) > 1 and best.total - ranked[1].total < margin:
+            return None, f"'{ranked[1].plan_id}' is as near ({ranked[1].total:.2f})"
+        if self.not_cosine >= best.cosine:
+            return None, f"it is nearer the not-example '{self.not_example}' ({self.not_cosine:.2f})"
+        return best, ""
+
+    def scores_of(self, plan_id: str) -> Scores | None:
+        return next((s for s in self.ranked if s.plan_id == plan_id), None)
+
+    def mention(self, plan_id: str) -> bool:
+        """The message says nearly what a not-example says (``MENTION_COSINE``), and is nearer it than any text
+        of the plan: a mention of the plan's topic, whatever phrases it shares with the plan."""
+        s = self.scores_of(plan_id)
+        return s is not None and self.not_cosine >= max(MENTION_COSINE, s.cosine)
+
+    def may_win(self) -> bool:
+        """Whether some domain and org filter could let the best plan start (False: it starts nothing)."""
+        return bool(self.ranked) and self.ranked[0].total >= min(THRESHOLD, DOMAIN_THRESHOLD) and \
+            self.not_cosine < self.ranked[0].cosine
+
+
+class Index:
+    """Every plan's vectors, laid out for one pass of matrix products per message; built when the plans change.
+
+    ``vocab``: the plans' distinct words (rows: their vectors); ``pos``/``rarity``: per plan, where each of its
+    words is in ``vocab`` and how rare it is among the plans (padding: rarity 0); ``sentences``: per plan, its
+    texts' vectors (padding rows 0, masked by ``pad``)."""
+
+    def __init__(self, enc: Encoder, plans: Iterable[Any]) -> None:
+        np = enc.np
+        self.enc = enc
+        self._last: tuple | None = None
+        self._memo: dict[int, Any] = {}  # word id -> its gains per plan
+        self._wide_tables: dict[int, Any] = {}
+        self.ids: list[str] = []
+        self.plans: list[PlanVectors] = []
+        for plan in plans:
+            self.ids.append(plan.id)
+            self.plans.append(vectors(enc, plan))
+        n, dim = len(self.plans), enc.unit.shape[1]
+        counts: dict[int, int] = {}
+        for pv in self.plans:
+            for w in pv.words.tolist():
+                counts[w] = counts.get(w, 0) + 1
+        vocab = sorted(counts)
+        where = {w: i for i, w in enumerate(vocab)}
+        self.vocab = enc.unit[np.asarray(vocab, dtype=np.int64)] if vocab else np.zeros((1, dim), dtype=np.float32)
+        width = max((len(pv.words) for pv in self.plans), default=0) or 1
+        self.pos = np.zeros((n, width), dtype=np.int64)
+        self.rarity = np.zeros((n, width), dtype=np.float32)
+        rows = max((len(pv.texts) for pv in self.plans), default=1)
+        self.sentences = np.zeros((n, rows, dim), dtype=np.float16)
+        self.pad = np.full((n, rows), -4.0, dtype=np.float32)  # added to a padding row's cosine: never the best
+        self.single = np.zeros(n, dtype=bool)  # a plan with one text: its best cosine counts twice
+        for i, pv in enumerate(self.plans):
+            ws = pv.words.tolist()
+            self.pos[i, :len(ws)] = [where[w] for w in ws]
+            self.rarity[i, :len(ws)] = [math.log(1 + n / counts[w]) for w in ws]
+            self.sentences[i, :len(pv.texts)] = pv.sentences
+            self.pad[i, :len(pv.texts)] = 0.0
+            self.single[i] = len(pv.texts) == 1
+        self.centroids = np.stack([_unit(np, pv.sentences.astype(np.float32).mean(axis=0))
+                                   for pv in self.plans]) if n else np.zeros((0, dim), dtype=np.float32)
+        self._memo_cap = max(1_000, MEMO_FLOATS // max(n, 1))
+        width = max((len(pv.not_examples) for pv in self.plans), default=0)
+        self.nots = np.zeros((n, width, dim), dtype=np.float16)
+        self.not_pad = np.full((n, width), -4.0, dtype=np.float32)
+        for i, pv in enumerate(self.plans):
+            self.nots[i, :len(pv.not_examples)] = pv.not_sentences
+            self.not_pad[i, :len(pv.not_examples)] = 0.0
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def _gains(self, words: list[int]) -> Any:
+        """Per message word (rows) and plan (columns): the word's gain in the plan, its nearest plan word's
+        cosine times that word's rarity when the cosine reaches WORD_CUT, else 0.  A word's row is computed
+        once and kept (words recur from message to message); the rows of a busy library are bounded."""
+        np, memo = self.enc.np, self._memo
+        got = {w: memo.get(w) for w in words}  # read once: another thread may clear the memo meanwhile
+        new = [w for w, row in got.items() if row is None]
+        if new:
+            # einsum, not a BLAS product: a few thousand multiplications gain nothing from threads, and on a
+            # busy machine waking them costs milliseconds
+            near = np.einsum("wd,vd->wv", self.enc.unit[new], self.vocab)[:, self.pos]  # word x plan x plan word
+            arg = near.argmax(axis=2)
+            best = np.take_along_axis(near, arg[..., None], axis=2)[..., 0]
+            rarity = np.take_along_axis(np.broadcast_to(self.rarity, near.shape), arg[..., None], axis=2)[..., 0]
+            gain = np.where(best >= WORD_CUT, best * rarity, 0.0).astype(np.float32)
+            if len(memo) + len(new) > self._memo_cap:
+                memo.clear()
+            for w, row in zip(new, gain):
+                memo[w] = got[w] = row
+        return np.stack([got[w] for w in words])
+
+    def verdict(self, text: str, allowed_ids: Sequence[str] | None = None, full: bool = False) -> Verdict:
+        """The plans ranked by meaning for a message's request text (``allowed_ids``: the org filter); without
+        ``full``, no plan at all when none could reach a threshold.  The last answer is kept: both hooks of a
+        pass ask about the same message."""
+        key = (text, None if allowed_ids is None else tuple(allowed_ids), full)
+        last = self._last
+        if last is not None and last[0] == key:
+            return last[1]
+        found = self._verdict(text, allowed_ids, full)
+        self._last = (key, found)
+        return found
+
+    def _wide(self, table: Any, chosen: Any) -> Any:
+        """Rows of a 16-bit table as 32-bit floats; a small library keeps them converted."""
+        if len(self.ids) > SHORTLIST:
+            return table[chosen].astype(self.enc.np.float32)
+        wide = self._wide_tables.get(id(table))
+        if wide is None:
+            wide = self._wide_tables[id(table)] = table.astype(self.enc.np.float32)
+        return wide[chosen]
+
+    def _verdict(self, text: str, allowed_ids: Sequence[str] | None, full: bool = False) -> Verdict:
+        enc, np = self.enc, self.enc.np
+        ids = enc.ids(text)
+        words = enc.words(ids)
+        n = len(self.ids)
+        if not len(words) or not n:
+            return Verdict(())
+        sent = enc.sentence(ids)
+        chosen: Any = slice(None)  # every plan (a view, no copy)
+        if n > SHORTLIST:  # the plans nearest the message; of those as near as the last, the first in the file
+            near = np.einsum("pd,d->p", self.centroids, sent)
+            last = np.partition(near, n - SHORTLIST)[n - SHORTLIST]
+            above = np.flatnonzero(near > last)
+            chosen = np.concatenate([above, np.flatnonzero(near == last)[:SHORTLIST - len(above)]])
+        if allowed_ids is not None:
+            allowed = set(allowed_ids)
+            chosen = np.asarray([i for i in range(n)[chosen] if self.ids[i] in allowed], dtype=np.int64) \
+                if isinstance(chosen, slice) else np.asarray([i for i in chosen.tolist() if self.ids[i] in allowed],
+                                                             dtype=np.int64)
+            if not len(chosen):
+                return Verdict(())
+        word_part = self._gains(words.tolist())[:, chosen].sum(axis=0) / (max(len(words), MIN_WORDS) + 1)
+        if not full and float(word_part.max()) + SENTENCE_WEIGHT < min(THRESHOLD, DOMAIN_THRESHOLD):
+            return Verdict(())  # even a sentence equal to an example could not make it start a plan
+        # einsum, not a BLAS product: a few thousand multiplications gain nothing from threads, and on a busy
+        # machine waking them costs milliseconds
+        cos = self._wide(self.sentences, chosen) @ sent + self.pad[chosen]  # plan x text (a small product)
+        nearest = cos.argmax(axis=1)
+        rows = list(range(n))[chosen] if isinstance(chosen, slice) else chosen.tolist()
+        at = np.arange(len(rows))
+        first = cos[at, nearest]
+        cos[at, nearest] = -4.0
+        second = np.where(self.single[chosen], first, cos.max(axis=1))
+        sentence_part = SENTENCE_WEIGHT * (first + second) / 2
+        ids, plans = self.ids, self.plans
+        found = sorted((Scores(ids[i], w, sp, plans[i].texts[k], c) for i, w, sp, k, c in zip(
+            rows, word_part.tolist(), sentence_part.tolist(), nearest.tolist(), first.tolist())),
+            key=lambda s: (-s.words - s.sentence, s.plan_id))
+        if not self.nots.shape[1]:
+            return Verdict(tuple(found))
+        nots = self._wide(self.nots, chosen) @ sent + self.not_pad[chosen]
+        j = int(nots.argmax())
+        p, t = divmod(j, nots.shape[1])
+        if nots[p, t] < -1.5:  # the plans scored have no not-examples
+            return Verdict(tuple(found))
+        return Verdict(tuple(found), plans[rows[p]].not_examples[t], float(nots[p, t]))
+
+
+def _unit(np: Any, v: Any) -> Any:
+    n = float(np.linalg.norm(v))
+    return v / n if n else v
+
+
+_INDEXES: dict[tuple, tuple[list, Index]] = {}
+
+
+def index_of(plans: Sequence[Any]) -> Index | None:
+    """The index of a set of plans (kept for the last few sets seen); None when the model is unavailable."""
+    enc = encoder()
+    if enc is None:
+        return None
+    key = tuple(map(id, plans))  # plans are immutable: the same objects have the same texts
+    found = _INDEXES.get(key)
+    if found is None or any(a is not b for a, b in zip(found[0], plans)):
+        if len(_INDEXES) >= 8:
+            _INDEXES.pop(next(iter(_INDEXES)))
+        found = _INDEXES[key] = (list(plans), Index(enc, plans))  # holding the plans keeps their ids unique
+    return found[1]

@@ -1,0 +1,93 @@
+"""Plans start for the way people ask: matching by meaning through both extension files (the stand-in), with
+and without the belief-state tracker, and without the model."""
+
+import pytest
+
+from scenario import crash
+
+from graph_engine import meaning
+from graph_engine.library import load_library_file
+from graph_engine.matching import best_match
+from graph_engine.tools.standin import LIBRARY, BeliefStateTracker, Reply, Session
+
+ASKED = "the tests in test_api.py are red, get them green again"  # no trigger phrase of any plan
+PLANS = list(load_library_file(str(LIBRARY)).plans.values())
+
+
+class NoTracker(BeliefStateTracker):
+    """Stock Agent-Zero: no belief-state tracker, so no domain."""
+
+    def run(self, agent, message):
+        agent.__dict__.setdefault("_bst_store", {}).pop("__bst_belief_state__", None)
+
+
+def told(record) -> str:
+    return record.prompt_extras.get("htn_active_plan", "")
+
+
+@pytest.mark.parametrize("bst", [BeliefStateTracker(), NoTracker()], ids=["tracker", "stock"])
+def test_a_request_in_everyday_words_starts_its_plan_in_the_first_call(bst):
+    s = Session(bst=bst)
+    s.user(ASKED)
+    first = s.run_pass(crash())
+    assert told(first).startswith("[WORKFLOW: Bug Fix Workflow] step 1 of 5")
+    line = next(t for t in s.log.texts("info") if "Graph plan activated" in t)
+    assert "matched by meaning: " in line and "like the example '" in line
+    activated = next(e for e in s.state["events"] if e["type"] == "plan_activated")
+    assert activated["triggers"] == [] and activated["meaning"]["example"] in PLANS[0].examples
+
+
+@pytest.mark.parametrize("message", ["what does git rebase actually do?", "hi there, how are you?",
+                                     "the branch manager called me today"])
+def test_a_question_a_greeting_or_a_mention_starts_nothing(message):
+    s = Session(bst=NoTracker())
+    s.user(message)
+    assert told(s.run_pass(Reply(final="..."))) == "" and s.state is None
+
+
+def test_the_org_filter_has_the_last_word():
+    """The companion starts what the meaning decides; the selector, knowing the org role, withdraws it."""
+    s = Session(bst=NoTracker(), allowed_plans=["git_feature_branch"])
+    s.user(ASKED)
+    s.run_pass(Reply(final="..."))
+    assert s.state is None
+    assert any("withdrawn: the active org role does not allow this plan" in t for t in s.log.texts("info"))
+
+
+def test_a_run_in_progress_is_switched_by_a_request_for_another_plan_in_everyday_words():
+    s = Session()
+    s.user("fix the bug in /tmp/test.py")
+    s.run_pass(crash())
+    assert s.state["plan_id"] == "bugfix_workflow"
+    s.user("bump numpy to the newest release and make sure nothing broke")
+    record = s.run_pass(Reply(final="..."))
+    assert s.state["plan_id"] == "dependency_update"
+    assert "[WORKFLOW ENDED: Bug Fix Workflow]" in told(record) or "Dependency Update" in told(record)
+
+
+def test_without_the_model_the_engine_matches_by_words_and_says_so_once(monkeypatch):
+    monkeypatch.setattr(meaning, "_LOADED", [(None, "matching by words only: wordllama is not installed "
+                                                    "(pip install wordllama to match requests by meaning)")])
+    monkeypatch.setattr(meaning, "_SAID", [])
+    monkeypatch.setattr(meaning, "_INDEXES", {})
+    s = Session(bst=NoTracker())
+    s.user(ASKED)
+    s.run_pass(Reply(final="..."))
+    assert s.state is None  # no phrase names a plan: nothing starts
+    s.user("fix the bug in /tmp/test.py")
+    assert told(s.run_pass(crash())).startswith("[WORKFLOW: Bug Fix Workflow]")  # phrases still work
+    lines = [t for t in s.log.texts() if "matching by words only" in t]
+    assert len(lines) == 1 and "pip install wordllama" in lines[0]
+    assert best_match(PLANS, ASKED, "", None) is None
+
+
+def test_the_scores_are_kept_by_content_and_the_index_by_plans():
+    index = meaning.index_of(PLANS)
+    assert meaning.index_of(list(PLANS)) is index  # the same plan objects: the same index
+    again = load_library_file(str(LIBRARY)).plans.values()
+    other = meaning.index_of(list(again))
+    assert other is not index and all(a is b for a, b in zip(other.plans, index.plans))  # vectors by content
+    v = index.verdict(ASKED)
+    assert v.ranked[0].plan_id == "bugfix_workflow" and v.ranked[0].total >= meaning.THRESHOLD
+    assert index.verdict(ASKED) is v  # the second hook of a pass asks again: kept
+    assert [s.plan_id for s in index.verdict(ASKED, ["git_merge_pr"]).ranked] == ["git_merge_pr"]
