@@ -96,13 +96,13 @@ class A0Copy:
         return self.installed("a0driver.py").parent.parent
 
     # ── one Agent-Zero process ──────────────────────────────────────────────
-    def run(self, turns: list, replies: list[str], history_limit: int | None = None,
-            utility_reply: str = "[]", env: dict | None = None) -> Run:
+    def run(self, turns: list, replies: list[str], context_window: int | None = None,
+            utility_reply: str = "[]", env: dict | None = None, timeout: float = 600) -> Run:
         """Run `turns` (a text is a user message; {"nudge": True}; {"load": chat_id}) in one process."""
         work = self.root.parent / f"run-{len(list(self.root.parent.glob('run-*')))}"
         work.mkdir()
         spec = {"turns": [{"user": t} if isinstance(t, str) else t for t in turns], "replies": replies,
-                "history_limit": history_limit, "utility_reply": utility_reply}
+                "context_window": context_window, "utility_reply": utility_reply, "timeout": timeout}
         (work / "script.json").write_text(json.dumps(spec))
         environ = {**os.environ, "PYTHONPATH": str(self.package_home()), "A0_ROOT": str(self.root),
                    "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
