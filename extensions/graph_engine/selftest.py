@@ -22,6 +22,9 @@ from . import a0driver
 CALC = "def divide(a, b):\n    return a / b\n"
 TEST = "from calc import divide\nassert divide(6, 3) == 2\nassert divide(1, 0) == 0.0\nprint('2 passed')\n"
 REQUEST = "fix the bug in {p}/calc.py: divide(1, 0) crashes with ZeroDivisionError"
+WARM_UP = "hello! what is in {p}?"  # a first exchange with one shell command and no workflow: Agent-Zero's first
+# command in a fresh shell can return before its output on a busy machine (the shell's first prompt is taken
+# for the end), which would make the judged first step vary
 
 
 def _reply(tool: str, headline: str, **args) -> str:
@@ -33,9 +36,12 @@ def _terminal(code: str, headline: str) -> str:
 
 
 def script(project: Path) -> list[str]:
-    """The scripted model: reproduce, isolate, a fix that fails, the fix, the test, the regression check."""
+    """The scripted model: a look at the folder; then reproduce, isolate, a fix that fails, the fix, the test,
+    the regression check."""
     test = f'cd {project} && python3 test_calc.py; echo "[exit:$?]"'
     return [
+        _terminal(f"ls {project}", "List the folder"),
+        _reply("response", "Answer", text="calc.py and test_calc.py."),
         _terminal(test, "Reproduce the failure"),
         _terminal(f"grep -n -A2 'def divide' {project}/calc.py", "Find the division"),
         _terminal(f"sed -i 's|return a // b$|return 0|' {project}/calc.py && grep -q 'return 0' {project}/calc.py;"
@@ -87,7 +93,7 @@ def _card_text(session: a0driver.Session) -> str:
 
 
 def _judge(check: Checks, session: a0driver.Session, runs: Path, project: Path) -> None:
-    calls = session.script.calls
+    calls = session.script.calls[2:]  # from the bug report on
     first = _last_user(calls[0]) if calls else ""
     check("[WORKFLOW: Bug Fix Workflow] step 1 of 5" in first, "the plan starts in the first model call",
           "the first call carries no [WORKFLOW: Bug Fix Workflow] block")
@@ -128,6 +134,7 @@ def run(a0_root: str, out=print) -> bool:
         session = a0driver.Session(str(root), a0driver.Script(script(project)))
         session.start()
         made = session.scratch_paths()
+        session.send(WARM_UP.format(p=project), timeout=300)
         session.send(REQUEST.format(p=project), timeout=300)
         _judge(check, session, runs, project)
     except Exception as exc:  # noqa: BLE001 - a broken pack or tree is a failed check, said in one line
