@@ -68,3 +68,15 @@ def test_a_nudge_without_a_restart_shows_the_step_again():
     told = s.run_pass(model).prompt_extras["htn_active_plan"]
     assert told.startswith("[WORKFLOW: Bug Fix Workflow]") and "Current step: Implement the fix" in told
 
+
+
+def test_a_damaged_checkpoint_is_said_and_the_chat_s_state_is_used():
+    s, model = at_first_failed_fix()
+    s = s.stopped_during_call()
+    checkpoint = next((Path(os.environ["A0_ROOT"]) / "usr" / "graph_engine" / "runs").rglob("*.state.json"))
+    checkpoint.write_text('{"run_id": "%s", "audit_seq": 999, "schema": "nonsense"}'
+                          % s.agent.get_data("graph_engine_state")["run_id"])
+    s.nudge()
+    told = s.run_pass(model).prompt_extras["htn_active_plan"]
+    assert "[WORKFLOW RESUMED: Bug Fix Workflow]" in told  # the run goes on from the chat's state
+    assert any("checkpoint" in t and "not usable" in t for t in s.log.texts("warning"))
