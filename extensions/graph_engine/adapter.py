@@ -268,15 +268,15 @@ def _newest_record(rt: Runtime, agent: Any, saved: Any) -> Any:
             or not isinstance(newer.get("audit_seq"), int) or not isinstance(saved.get("audit_seq", 0), int)
             or newer["audit_seq"] <= saved.get("audit_seq", 0)):
         return saved
-    problem = _untrusted(rt, newer)
-    if problem:
+    checked, problem = _untrusted(rt, newer)
+    if checked is None:
         _log_once(rt, agent, "warning", f"[HTN] The audit log's checkpoint of run {saved['run_id']} is not usable "
                                         f"({problem}); the run continues from the chat's saved state")
         return saved
     _log(agent, "info", f"[HTN] Workflow '{saved.get('plan_name', saved.get('plan_id', ''))}': the chat was saved "
                         f"before its last {newer['audit_seq'] - saved.get('audit_seq', 0)} audit event(s); the run "
                         "continues from the audit log's checkpoint")
-    return newer
+    return checked
 
 
 def _resume(rt: Runtime, agent: Any, state: dict) -> dict | None:
