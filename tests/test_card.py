@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import threading
 import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from pathlib import Path
@@ -219,6 +220,29 @@ def test_the_picture_is_written_beside_the_audit_log_and_named_by_the_card(proje
     words = " ".join(t.text or "" for t in ET.parse(picture).iter("{http://www.w3.org/2000/svg}text"))
     assert "the run ended here" in words and "× 2" in words  # the fix and its test ran twice
     assert "still failing (on_retry) × 1" in words
+
+
+def test_the_pass_that_ends_a_run_does_not_wait_for_its_picture(project, monkeypatch, no_graphviz):
+    """The picture is drawn off the loop: the last pass returns while it is drawn; the card names it once
+    it is written."""
+    release, real = threading.Event(), adapter.run_picture
+
+    def slow_drawing(plan, events):
+        assert release.wait(30)
+        return real(plan, events)
+
+    monkeypatch.setattr(adapter, "run_picture", slow_drawing)
+    s, replies = begin(project)
+    s.wait_for_pictures = False
+    play(s, replies)
+    assert s.agent._htn_last_run["status"] == "completed" and "picture" not in s.agent._htn_last_run
+    assert "Picture of the run" not in cards(s.log)[0].content
+    assert not adapter.wait_for_pictures(timeout=0.01)  # still drawing
+    release.set()
+    assert adapter.wait_for_pictures()
+    picture = Path(s.agent._htn_last_run["picture"])
+    assert picture.read_text().startswith("flowchart TD")
+    assert len(cards(s.log)) == 1 and cards(s.log)[0].content.endswith(f"Picture of the run: {picture}")
 
 
 def test_without_graphviz_the_picture_is_mermaid_text(project, no_graphviz):

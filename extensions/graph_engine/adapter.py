@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import traceback
 import uuid
 import zlib
@@ -400,7 +401,8 @@ def _apply(rt: Runtime, agent: Any, loop_data: Any, state: dict | None, fx: engi
         _report(rt, agent, fx.report)
     ended = fx.final_state
     if ended is not None and (state is None or ended.get("run_id") != state.get("run_id")):
-        _card(rt, agent, ended, _picture(rt, agent, ended))
+        _card(rt, agent, ended)
+        _draw_later(rt, agent, ended)
     if state is not None:
         _card(rt, agent, state)
     extras = getattr(loop_data, "extras_temporary", None)
@@ -536,6 +538,7 @@ def _card(rt: Runtime, agent: Any, state: dict, picture: str = "", search: bool 
     if shown is False:
         return
     run_id = state.get("run_id", "")
+    picture = picture or state.get("picture", "")
     pace = getattr(agent, PACE_ATTR, "")
     signature = (state.get("seq"), state.get("status"), pace if isinstance(pace, str) else "", picture)
     same_run = isinstance(shown, list) and shown[0] == run_id
@@ -585,18 +588,62 @@ def _logged_card(agent: Any, run_id: str) -> Any:
     return None
 
 
-def _picture(rt: Runtime, agent: Any, state: dict) -> str:
-    """The picture of an ended run beside its audit log; its path, or '' when it cannot be written."""
+_drawing: set[threading.Thread] = set()  # pictures being drawn (wait_for_pictures waits for them)
+_drawing_lock = threading.Lock()
+
+
+def _draw_later(rt: Runtime, agent: Any, state: dict) -> None:
+    """Draw the picture of an ended run off the loop: Graphviz takes tens of milliseconds, and the pass that
+    ends a run does not wait for it.  When the picture is written, the run's card names it."""
     plan = rt.lookup(state.get("plan_id", ""), state.get("plan_version", ""))
     if plan is None or not state.get("run_id") or picture_setting() == "off":
-        return ""
+        return
+    shown = getattr(agent, CARD_ATTR, None)
+    item = shown[1] if isinstance(shown, list) and shown[0] == state["run_id"] else None
+    events = list(state.get("events") or ())
+    thread = threading.Thread(target=_draw, args=(rt, agent, plan, state, events, item),
+                              name=f"graph-engine picture {state['run_id']}", daemon=True)
+    with _drawing_lock:
+        _drawing.add(thread)
+    thread.start()
+
+
+def wait_for_pictures(timeout: float = 30.0) -> bool:
+    """Wait until the pictures being drawn are written (tests, and a process about to exit); False when some
+    are still being drawn after ``timeout`` seconds."""
+    with _drawing_lock:
+        pending = list(_drawing)
+    for thread in pending:
+        thread.join(timeout)
+    return not any(t.is_alive() for t in pending)
+
+
+def _draw(rt: Runtime, agent: Any, plan: Plan, state: dict, events: list[dict], item: Any) -> None:
+    """The drawing thread: write the picture, then name it on the run's card.  Never raises."""
+    try:
+        path = _picture(rt, agent, plan, state, events)
+        if path and item is not None and _still_logged(agent, item):
+            pace = getattr(agent, PACE_ATTR, "")
+            heading, content, kvps = card.text(plan, state, pace if isinstance(pace, str) else "", path)
+            item.update(type="info", heading=heading, content=content, kvps=kvps)
+    except Exception as exc:  # noqa: BLE001 - a thread's failure is one log line, never a crash
+        _log_once(rt, agent, "warning", f"[HTN] Picture of the run {state.get('run_id')} not drawn "
+                                        f"({type(exc).__name__}: {exc}); `graph-engine render --trace` draws it "
+                                        "from the audit log", key=f"picture-thread:{type(exc).__name__}")
+    finally:
+        with _drawing_lock:
+            _drawing.discard(threading.current_thread())
+
+
+def _picture(rt: Runtime, agent: Any, plan: Plan, state: dict, events: list[dict]) -> str:
+    """The picture of an ended run beside its audit log; its path, or '' when it cannot be written."""
     log_path = rt.audit.path(_chat_id(agent), state["run_id"])
-    events = _run_events(log_path, state)
+    events = _run_events(log_path, events)
     try:
         suffix, text = run_picture(plan, events)
         path = log_path[: -len(".jsonl")] + suffix
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.tmp{os.getpid()}"
+        tmp = f"{path}.tmp{os.getpid()}.{threading.get_ident()}"
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, path)
@@ -609,15 +656,15 @@ def _picture(rt: Runtime, agent: Any, state: dict) -> str:
     return path
 
 
-def _run_events(log_path: str, state: dict) -> list[dict]:
-    """The run's events: its audit log (every line), then those of the state's that are newer."""
+def _run_events(log_path: str, newest: list[dict]) -> list[dict]:
+    """The run's events: its audit log (every line), then those of the state's (``newest``) that are newer."""
     events: list[dict] = []
     try:
         events = list(read_lines(log_path))
     except OSError:
         pass
     seen = max((e.get("seq", 0) for e in events if isinstance(e.get("seq"), int)), default=0)
-    return events + [e for e in state.get("events") or () if isinstance(e.get("seq"), int) and e["seq"] > seen]
+    return events + [e for e in newest if isinstance(e.get("seq"), int) and e["seq"] > seen]
 
 
 def _chat_id(agent: Any) -> str:

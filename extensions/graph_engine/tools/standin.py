@@ -284,8 +284,9 @@ class Session:
 
     def __init__(self, *, companion: bool = True, selector: bool = True, layout: str = "new",
                  agent: Agent | None = None, bst: BeliefStateTracker | None = None,
-                 allowed_plans: Any = "unset") -> None:
+                 allowed_plans: Any = "unset", wait_for_pictures: bool = True) -> None:
         install_framework(layout)
+        self.wait_for_pictures = wait_for_pictures  # each pass ends when the run's picture is drawn
         self.layout = layout
         self.agent = agent or Agent()
         self.bst = bst or BeliefStateTracker()
@@ -330,6 +331,9 @@ class Session:
         if intervention:
             self.history.append({"ai": False, "content": {"user_intervention": intervention}})
             self.monologue_open = True
+        adapter = sys.modules.get("graph_engine.adapter")
+        if self.wait_for_pictures and adapter is not None:
+            adapter.wait_for_pictures()  # drawn off the loop: waited for here, so that tests see it
         state = getattr(self.agent, "_htn_state", None)
         record = PassRecord(loop.iteration, prompt_extras, reply, json.loads(json.dumps(state)) if state else None)
         self.records.append(record)
@@ -365,7 +369,8 @@ class Session:
         if adapter is not None:
             adapter._runtimes.clear()  # module-level caches do not survive a new process
         new = Session(companion=bool(self.prompts_after), selector=bool(self.before_main), layout=self.layout,
-                      agent=agent, bst=self.bst, allowed_plans=self.allowed_plans)
+                      agent=agent, bst=self.bst, allowed_plans=self.allowed_plans,
+                      wait_for_pictures=self.wait_for_pictures)
         new.history = json.loads(json.dumps(self.history))
         return new
 
