@@ -25,7 +25,12 @@ test: $(STAMP)
 prompts: $(STAMP)
 	$(BIN)/python -m pytest tests/test_prompts.py tests/test_card.py --snapshot-update -q
 
-bench: $(STAMP)
+# the `bench` extra (LangGraph, for the side-by-side rows) is installed on top of the test extras
+$(VENV)/.bench-installed: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	@touch $@
+
+bench: $(VENV)/.bench-installed
 	$(BIN)/python bench/run.py
 
 clean:
