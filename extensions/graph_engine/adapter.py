@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import threading
 import traceback
 import uuid
@@ -553,19 +554,31 @@ def _card(rt: Runtime, agent: Any, state: dict, picture: str = "", search: bool 
     else:
         item = None  # a run started in this process: a new card
     try:
-        if item is not None and _still_logged(agent, item):
-            item.update(type="info", heading=heading, content=content, kvps=kvps)
+        if item is not None and _still_logged(agent, item) and callable(getattr(item, "update", None)):
+            _display.submit(_update_card, agent, item, heading, content, kvps)  # applied off the loop
         else:
             item = agent.context.log.log(type="info", heading=heading, content=content, kvps=kvps)
         if not callable(getattr(item, "update", None)):
             raise TypeError(f"log() returned {type(item).__name__}, which has no update method")
     except Exception as exc:  # noqa: BLE001 - a log API of another shape: no card, the loop goes on
-        setattr(agent, CARD_ATTR, False)
-        _log(agent, "warning", f"[HTN] Workflow card turned off for this agent: Agent-Zero's log API is not the "
-                               f"one expected ({type(exc).__name__}: {exc}); the workflow goes on and its log "
-                               "lines are still written")
+        _cards_off(agent, exc)
         return
     setattr(agent, CARD_ATTR, [run_id, item, signature])
+
+
+def _update_card(agent: Any, item: Any, heading: str, content: str, kvps: dict) -> None:
+    """The display thread: one card update."""
+    try:
+        item.update(type="info", heading=heading, content=content, kvps=kvps)
+    except Exception as exc:  # noqa: BLE001 - a log API of another shape: no card, the loop goes on
+        _cards_off(agent, exc)
+
+
+def _cards_off(agent: Any, exc: Exception) -> None:
+    setattr(agent, CARD_ATTR, False)
+    _log(agent, "warning", f"[HTN] Workflow card turned off for this agent: Agent-Zero's log API is not the "
+                           f"one expected ({type(exc).__name__}: {exc}); the workflow goes on and its log "
+                           "lines are still written")
 
 
 def _still_logged(agent: Any, item: Any) -> bool:
@@ -588,8 +601,47 @@ def _logged_card(agent: Any, run_id: str) -> Any:
     return None
 
 
-_drawing: set[threading.Thread] = set()  # pictures being drawn (wait_for_pictures waits for them)
-_drawing_lock = threading.Lock()
+class _Display:
+    """One background thread that applies what only the chat's display needs: the card's updates and the
+    pictures of ended runs, in the order the passes asked for them.  Agent-Zero's log is thread-safe (a lock;
+    its web UI is told through ``call_soon_threadsafe``), and an update costs it tens of microseconds (every
+    string masked for secrets): the pass hands it over and goes on; the thread applies it while the model
+    answers."""
+
+    def __init__(self) -> None:
+        self.jobs: queue.Queue = queue.Queue()
+        self.thread: threading.Thread | None = None
+        self.lock = threading.Lock()
+
+    def submit(self, job: Any, *args: Any) -> None:
+        with self.lock:
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self._work, name="graph-engine display", daemon=True)
+                self.thread.start()
+        self.jobs.put((job, args))
+
+    def _work(self) -> None:
+        while True:
+            job, args = self.jobs.get()
+            try:
+                job(*args)
+            except Exception:  # noqa: BLE001 - each job logs its own failures; the thread goes on
+                pass
+            finally:
+                self.jobs.task_done()
+
+    def wait(self, timeout: float) -> bool:
+        with self.jobs.all_tasks_done:
+            return self.jobs.all_tasks_done.wait_for(lambda: self.jobs.unfinished_tasks == 0, timeout)
+
+
+_display = _Display()
+
+
+def wait_for_display(timeout: float = 30.0) -> bool:
+    """Wait until the card updates and pictures handed to the display thread are applied (tests, and a
+    process about to exit); False when some are still pending after ``timeout`` seconds."""
+    return _display.wait(timeout)
 
 
 def _draw_later(rt: Runtime, agent: Any, state: dict) -> None:
@@ -600,22 +652,7 @@ def _draw_later(rt: Runtime, agent: Any, state: dict) -> None:
         return
     shown = getattr(agent, CARD_ATTR, None)
     item = shown[1] if isinstance(shown, list) and shown[0] == state["run_id"] else None
-    events = list(state.get("events") or ())
-    thread = threading.Thread(target=_draw, args=(rt, agent, plan, state, events, item),
-                              name=f"graph-engine picture {state['run_id']}", daemon=True)
-    with _drawing_lock:
-        _drawing.add(thread)
-    thread.start()
-
-
-def wait_for_pictures(timeout: float = 30.0) -> bool:
-    """Wait until the pictures being drawn are written (tests, and a process about to exit); False when some
-    are still being drawn after ``timeout`` seconds."""
-    with _drawing_lock:
-        pending = list(_drawing)
-    for thread in pending:
-        thread.join(timeout)
-    return not any(t.is_alive() for t in pending)
+    _display.submit(_draw, rt, agent, plan, state, list(state.get("events") or ()), item)
 
 
 def _draw(rt: Runtime, agent: Any, plan: Plan, state: dict, events: list[dict], item: Any) -> None:
@@ -630,9 +667,6 @@ def _draw(rt: Runtime, agent: Any, plan: Plan, state: dict, events: list[dict], 
         _log_once(rt, agent, "warning", f"[HTN] Picture of the run {state.get('run_id')} not drawn "
                                         f"({type(exc).__name__}: {exc}); `graph-engine render --trace` draws it "
                                         "from the audit log", key=f"picture-thread:{type(exc).__name__}")
-    finally:
-        with _drawing_lock:
-            _drawing.discard(threading.current_thread())
 
 
 def _picture(rt: Runtime, agent: Any, plan: Plan, state: dict, events: list[dict]) -> str:
