@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench prompts real-loop clean
+.PHONY: demo test bench prompts real-loop real-loop-bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed; set PYTHON=python3.11 (or newer)")'
@@ -39,6 +39,13 @@ real-loop: $(STAMP)
 	@test -n "$(A0_TREES)" -a -d "$(A0_TREES)" || { echo "make real-loop: set A0_TREES to a folder of Agent-Zero trees (README: Development)"; exit 2; }
 	A0_TREES="$(A0_TREES)" $(BIN)/python tests/a0env.py
 	A0_TREES="$(A0_TREES)" $(BIN)/python -m pytest $(wildcard tests/test_real_loop*.py)
+
+# the two hooks timed (and profiled) in Agent-Zero's real message loop, v1.7 tree of A0_TREES: prints the table,
+# writes bench/real_loop_results.json and the README's real-loop table
+real-loop-bench: $(STAMP)
+	@test -n "$(A0_TREES)" -a -d "$(A0_TREES)" || { echo "make real-loop-bench: set A0_TREES to a folder of Agent-Zero trees (README: Development)"; exit 2; }
+	A0_TREES="$(A0_TREES)" $(BIN)/python tests/a0env.py v1.7
+	A0_TREES="$(A0_TREES)" $(BIN)/python bench/real_loop.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -30,7 +30,7 @@ def fresh_runtime(monkeypatch, tmp_path):
     monkeypatch.delenv("GRAPH_ENGINE_LIBRARY", raising=False)
     monkeypatch.delenv("GRAPH_ENGINE_PICTURE", raising=False)
     yield
-    assert adapter.wait_for_display(), "a card update or a picture was still pending 30 s after the test"
+    assert adapter.wait_for_display(), "a picture was still being drawn 30 s after the test"
     for rt in adapter._runtimes.values():  # a large library's background checks end with the test
         if rt.library.current is not None:
             rt.library.current.cancel()

@@ -84,3 +84,26 @@ def test_without_langgraph_the_row_says_not_installed_and_decides_nothing():
     row = next(row for row in bench.rows(r) if row[0].startswith("LangGraph"))
     assert row[1] == "not installed" and row[3] is None
     assert "judged_per_langgraph" not in bench.ratios(r)
+
+
+def real_loop_module():
+    spec = importlib.util.spec_from_file_location("bench_real_loop", ROOT / "bench" / "real_loop.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_readme_shows_the_real_loop_figures_of_real_loop_results_json():
+    module = real_loop_module()
+    r = json.loads((ROOT / "bench" / "real_loop_results.json").read_text())
+    assert module.readme_table(r) in (ROOT / "README.md").read_text()
+    assert r["targets_met"] == all(ok is not False for *_, ok in module.rows(r))
+    assert {"start_ms", "middle_ms", "end_ms", "middle_200_ms", "long_chat_calls"} <= set(r)
+
+
+def test_the_real_loop_passes_are_split_by_monologue_and_iteration():
+    timings = [{"hook": h, "seconds": s, "iteration": i} for h, s, i in (
+        ("companion", 0.001, 0), ("selector", 0.002, 0), ("companion", 0.0005, 1), ("selector", 0.0001, 1),
+        ("companion", 0.003, 0), ("selector", 0.001, 0), ("companion", 0.0002, 1), ("selector", 0.0002, 1))]
+    split = real_loop_module().passes(timings)
+    assert [[round(ms, 3) for ms in m] for m in split] == [[3.0, 0.6], [4.0, 0.4]]

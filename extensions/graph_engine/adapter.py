@@ -10,6 +10,7 @@ import json
 import os
 import queue
 import threading
+import time
 import traceback
 import uuid
 import zlib
@@ -554,31 +555,21 @@ def _card(rt: Runtime, agent: Any, state: dict, picture: str = "", search: bool 
     else:
         item = None  # a run started in this process: a new card
     try:
-        if item is not None and _still_logged(agent, item) and callable(getattr(item, "update", None)):
-            _display.submit(_update_card, agent, item, heading, content, kvps)  # applied off the loop
+        if item is not None and _still_logged(agent, item):
+            item.update(type="info", heading=heading, content=content, kvps=kvps)
         else:
             item = agent.context.log.log(type="info", heading=heading, content=content, kvps=kvps)
+            if picture_setting() != "off":
+                _display.start()  # the run's picture will need it: started now, not in the pass that ends it
         if not callable(getattr(item, "update", None)):
             raise TypeError(f"log() returned {type(item).__name__}, which has no update method")
     except Exception as exc:  # noqa: BLE001 - a log API of another shape: no card, the loop goes on
-        _cards_off(agent, exc)
+        setattr(agent, CARD_ATTR, False)
+        _log(agent, "warning", f"[HTN] Workflow card turned off for this agent: Agent-Zero's log API is not the "
+                               f"one expected ({type(exc).__name__}: {exc}); the workflow goes on and its log "
+                               "lines are still written")
         return
     setattr(agent, CARD_ATTR, [run_id, item, signature])
-
-
-def _update_card(agent: Any, item: Any, heading: str, content: str, kvps: dict) -> None:
-    """The display thread: one card update."""
-    try:
-        item.update(type="info", heading=heading, content=content, kvps=kvps)
-    except Exception as exc:  # noqa: BLE001 - a log API of another shape: no card, the loop goes on
-        _cards_off(agent, exc)
-
-
-def _cards_off(agent: Any, exc: Exception) -> None:
-    setattr(agent, CARD_ATTR, False)
-    _log(agent, "warning", f"[HTN] Workflow card turned off for this agent: Agent-Zero's log API is not the "
-                           f"one expected ({type(exc).__name__}: {exc}); the workflow goes on and its log "
-                           "lines are still written")
 
 
 def _still_logged(agent: Any, item: Any) -> bool:
@@ -601,28 +592,36 @@ def _logged_card(agent: Any, run_id: str) -> Any:
     return None
 
 
+DRAW_DELAY = 0.05  # seconds the drawing thread lets the pass that ended a run finish before it draws
+
+
 class _Display:
-    """One background thread that applies what only the chat's display needs: the card's updates and the
-    pictures of ended runs, in the order the passes asked for them.  Agent-Zero's log is thread-safe (a lock;
-    its web UI is told through ``call_soon_threadsafe``), and an update costs it tens of microseconds (every
-    string masked for secrets): the pass hands it over and goes on; the thread applies it while the model
-    answers."""
+    """One background thread that draws the pictures of ended runs, in order: Graphviz takes tens of
+    milliseconds, and the pass that ends a run does not wait for it.  (The card's updates stay in the pass:
+    they are pure Python, and a thread woken for them takes the interpreter from the loop mid-pass: 5 ms per
+    pass measured in the real loop on a busy machine.)"""
 
     def __init__(self) -> None:
         self.jobs: queue.Queue = queue.Queue()
         self.thread: threading.Thread | None = None
         self.lock = threading.Lock()
 
-    def submit(self, job: Any, *args: Any) -> None:
+    def start(self) -> None:
+        """Start the thread when it is not running (starting one waits for it: 1-10 ms on a busy machine, so
+        the pass that makes a run's card starts it, not the pass that ends the run)."""
         with self.lock:
             if self.thread is None or not self.thread.is_alive():
                 self.thread = threading.Thread(target=self._work, name="graph-engine display", daemon=True)
                 self.thread.start()
+
+    def submit(self, job: Any, *args: Any) -> None:
+        self.start()
         self.jobs.put((job, args))
 
     def _work(self) -> None:
         while True:
             job, args = self.jobs.get()
+            time.sleep(DRAW_DELAY)  # the pass that handed the job over ends first: it keeps the interpreter
             try:
                 job(*args)
             except Exception:  # noqa: BLE001 - each job logs its own failures; the thread goes on
@@ -639,8 +638,8 @@ _display = _Display()
 
 
 def wait_for_display(timeout: float = 30.0) -> bool:
-    """Wait until the card updates and pictures handed to the display thread are applied (tests, and a
-    process about to exit); False when some are still pending after ``timeout`` seconds."""
+    """Wait until the pictures handed to the display thread are written and named on their cards (tests, and
+    a process about to exit); False when some are still pending after ``timeout`` seconds."""
     return _display.wait(timeout)
 
 

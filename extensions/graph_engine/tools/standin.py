@@ -379,7 +379,7 @@ class Session:
                  agent: Agent | None = None, bst: BeliefStateTracker | None = None,
                  allowed_plans: Any = "unset", wait_for_display: bool = True) -> None:
         install_framework(layout)
-        self.wait_for_display = wait_for_display  # each pass ends when its card updates and pictures are applied
+        self.wait_for_display = wait_for_display  # each pass ends when the pictures it started are drawn
         self.layout = layout
         self.agent = agent or Agent()
         self.bst = bst or BeliefStateTracker()
@@ -426,7 +426,7 @@ class Session:
             self.monologue_open = True
         adapter = sys.modules.get("graph_engine.adapter")
         if self.wait_for_display and adapter is not None:
-            adapter.wait_for_display()  # applied off the loop: waited for here, so that tests see them
+            adapter.wait_for_display()  # drawn off the loop: waited for here, so that tests see them
         state = getattr(self.agent, "_htn_state", None)
         record = PassRecord(loop.iteration, prompt_extras, reply, json.loads(json.dumps(state)) if state else None)
         self.records.append(record)
