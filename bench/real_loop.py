@@ -33,6 +33,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "extensions"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import tables  # noqa: E402
 
 RESULTS = ROOT / "bench" / "real_loop_results.json"
 README = ROOT / "README.md"
@@ -97,6 +100,7 @@ def passes(timings: list[dict]) -> list[list[float]]:
 
 
 def measure(source: Path, runs: int, long_calls: int) -> tuple[dict, pstats.Stats]:
+    import a0env
     from a0real import A0Copy, respond, terminal
 
     starts, middles, ends, long_middles = [], [], [], []
@@ -104,6 +108,7 @@ def measure(source: Path, runs: int, long_calls: int) -> tuple[dict, pstats.Stat
     with tempfile.TemporaryDirectory() as tmp:
         tree = A0Copy.fresh(source, Path(tmp))
         tree.install()
+        python = a0env.python_version(str(tree.python))
         p = project(tree.root)
         calc = (p / "calc.py").read_text()
         run_a0(tree, [BUG_REPORT.format(p=p)], bug_fix_replies(p), Path(tmp) / "warm-up")  # compiles the bytecode
@@ -128,7 +133,7 @@ def measure(source: Path, runs: int, long_calls: int) -> tuple[dict, pstats.Stat
     assert stats is not None
     return {"start_ms": statistics.median(starts), "middle_ms": statistics.median(middles),
             "end_ms": statistics.median(ends), "middle_200_ms": statistics.median(long_middles),
-            "long_chat_calls": calls, "runs": runs, "middle_passes": len(middles),
+            "long_chat_calls": calls, "runs": runs, "a0_python": python, "middle_passes": len(middles),
             "starts": [round(v, 2) for v in starts], "ends": [round(v, 2) for v in ends]}, stats
 
 
@@ -171,20 +176,14 @@ def rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
 
 def readme_table(r: dict) -> str:
     m = r["machine"]
-    lines = [README_START, "",
-             f"Figures of `make real-loop-bench` on {m['date']}: Agent-Zero {r['tree']}, Python {m['python']}, "
-             f"{m['cpus']} CPUs; {r['runs']} bug-fix runs ({r['middle_passes']} middle passes) and one "
-             f"{r['long_chat_calls']}-call chat.", "",
-             "| measure | figure | budget | met |", "|---|---|---|---|"]
-    met = {True: "yes", False: "**no**", None: "-"}
-    lines += [f"| {name} | {fig} | {target} | {met[ok]} |" for name, fig, target, ok in rows(r)]
-    return "\n".join(lines + ["", README_END])
+    return tables.markdown(README_START, README_END,
+                           f"Figures of `make real-loop-bench` on {m['date']}: Agent-Zero {r['tree']} on Python "
+                           f"{r['a0_python']}, {m['cpus']} CPUs; {r['runs']} bug-fix runs ({r['middle_passes']} middle "
+                           f"passes) and one {r['long_chat_calls']}-call chat.", rows(r))
 
 
 def write_readme(r: dict) -> None:
-    text = README.read_text()
-    a, b = text.index(README_START), text.index(README_END) + len(README_END)
-    README.write_text(text[:a] + readme_table(r) + text[b:])
+    tables.replace_between(README, README_START, README_END, readme_table(r))
 
 
 def main() -> int:

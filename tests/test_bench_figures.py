@@ -36,7 +36,7 @@ def test_the_results_hold_every_figure_the_issue_names():
                 "dot_parse_200_nodes_cpu_ms", "state_bytes_after_10000_passes", "machine", "calibration_us",
                 "calibration_beside_us", "judged_pass_parts_us", "targets_met", "per_pass_no_result_us",
                 "new_message_pass_us", "in_pass_costs_us", "library_1000_plans_load_ms", "picture_ms",
-                "ending_pass_us", "cold_pass_us", "langgraph"):
+                "ending_pass_us", "cold_pass_us", "library_look_us", "langgraph"):
         assert key in r, key
     assert {"first_match_ms", "first_match_cpu_ms", "reload_ms", "reload_cpu_ms", "match_ms", "match_max_ms",
             "settled_ms", "calibration_us", "json_parse_ms"} <= set(r["library_1000"])

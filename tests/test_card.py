@@ -19,7 +19,7 @@ import pytest
 from golden import text_files
 from scenario import IDLE, LEGACY, FixtureModel, message_for
 
-from graph_engine import adapter, render_graph, salute
+from graph_engine import adapter, card, render_graph, salute
 from graph_engine.tools import demo
 from graph_engine.tools.demo import cards, view
 from graph_engine.tools.standin import FIXTURES, LineLog, Reply, Session, cmd
@@ -243,6 +243,23 @@ def test_the_pass_that_ends_a_run_does_not_wait_for_its_picture(project, monkeyp
     picture = Path(s.agent._htn_last_run["picture"])
     assert picture.read_text().startswith("flowchart TD")
     assert len(cards(s.log)) == 1 and cards(s.log)[0].content.endswith(f"Picture of the run: {picture}")
+
+
+def test_a_card_update_sends_only_what_changed(project):
+    """Agent-Zero's log masks every string it is given (an @extensible lookup each): a pass sends the card's
+    changed texts and pairs only, and the card shows the same as a full update would."""
+    s, replies = begin(project)
+    play(s, replies[:2])
+    item, sent = cards(s.log)[0], []
+    real_update = item.update
+    item.update = lambda **kwargs: (sent.append(kwargs), real_update(**kwargs))
+    s.run_pass(replies[2])
+    given = {k for k, v in sent[0].items() if v is not None and k != "type"}
+    assert len(sent) == 1 and "kvps" not in given and {"Step", "Done"} <= given
+    assert not given & {"Plan", "Run", "PACE level", "Status"}  # unchanged: not sent again
+    plan = next(iter(adapter._runtimes.values())).lookup(s.state["plan_id"], s.state["plan_version"])
+    heading, content, kvps = card.text(plan, s.state, "primary")
+    assert (item.heading, item.content, item.kvps) == (heading, content, kvps)
 
 
 def test_without_graphviz_the_picture_is_mermaid_text(project, no_graphviz):

@@ -6,9 +6,9 @@ one log line naming what failed and where, and the agent's loop goes on.
 
 from __future__ import annotations
 
+import collections
 import json
 import os
-import queue
 import threading
 import time
 import traceback
@@ -556,7 +556,7 @@ def _card(rt: Runtime, agent: Any, state: dict, picture: str = "", search: bool 
         item = None  # a run started in this process: a new card
     try:
         if item is not None and _still_logged(agent, item):
-            item.update(type="info", heading=heading, content=content, kvps=kvps)
+            _update_card(item, heading, content, kvps, shown[3] if same_run and len(shown) > 3 else None)
         else:
             item = agent.context.log.log(type="info", heading=heading, content=content, kvps=kvps)
             if picture_setting() != "off":
@@ -569,7 +569,20 @@ def _card(rt: Runtime, agent: Any, state: dict, picture: str = "", search: bool 
                                f"one expected ({type(exc).__name__}: {exc}); the workflow goes on and its log "
                                "lines are still written")
         return
-    setattr(agent, CARD_ATTR, [run_id, item, signature])
+    setattr(agent, CARD_ATTR, [run_id, item, signature, (heading, content, kvps)])
+
+
+def _update_card(item: Any, heading: str, content: str, kvps: dict, sent: tuple | None) -> None:
+    """Update the card with what changed since ``sent`` (what this process last gave it): Agent-Zero's log
+    masks every string it is given for secrets, each through an ``@extensible`` lookup (about 10 µs each in
+    the real loop), so unchanged texts and key-value pairs are not sent again (pairs given as keywords are
+    merged into the item's table, in both Agent-Zero layouts)."""
+    if sent is None or set(sent[2]) != set(kvps):
+        item.update(type="info", heading=heading, content=content, kvps=kvps)
+        return
+    changed = {k: v for k, v in kvps.items() if sent[2][k] != v}
+    item.update(type="info", heading=None if heading == sent[0] else heading,
+                content=None if content == sent[1] else content, **changed)
 
 
 def _still_logged(agent: Any, item: Any) -> bool:
@@ -592,17 +605,19 @@ def _logged_card(agent: Any, run_id: str) -> Any:
     return None
 
 
-DRAW_DELAY = 0.05  # seconds the drawing thread lets the pass that ended a run finish before it draws
+DRAW_POLL = 0.05  # seconds between two looks of the drawing thread at its list of pictures to draw
 
 
 class _Display:
     """One background thread that draws the pictures of ended runs, in order: Graphviz takes tens of
-    milliseconds, and the pass that ends a run does not wait for it.  (The card's updates stay in the pass:
-    they are pure Python, and a thread woken for them takes the interpreter from the loop mid-pass: 5 ms per
-    pass measured in the real loop on a busy machine.)"""
+    milliseconds, and the pass that ends a run does not wait for it.  The pass only appends to a list; the
+    thread looks at it every DRAW_POLL seconds and takes a picture at least DRAW_POLL seconds old, so that no
+    pass wakes it: a thread woken mid-pass takes the interpreter from the loop (1-5 ms a pass measured in the
+    real loop on a busy machine, when the card's updates went to a woken thread; they stay in the pass)."""
 
     def __init__(self) -> None:
-        self.jobs: queue.Queue = queue.Queue()
+        self.jobs: collections.deque = collections.deque()
+        self.pending = 0  # appended and not yet done
         self.thread: threading.Thread | None = None
         self.lock = threading.Lock()
 
@@ -615,23 +630,29 @@ class _Display:
                 self.thread.start()
 
     def submit(self, job: Any, *args: Any) -> None:
+        with self.lock:
+            self.pending += 1
+            self.jobs.append((time.monotonic(), job, args))
         self.start()
-        self.jobs.put((job, args))
 
     def _work(self) -> None:
         while True:
-            job, args = self.jobs.get()
-            time.sleep(DRAW_DELAY)  # the pass that handed the job over ends first: it keeps the interpreter
-            try:
-                job(*args)
-            except Exception:  # noqa: BLE001 - each job logs its own failures; the thread goes on
-                pass
-            finally:
-                self.jobs.task_done()
+            time.sleep(DRAW_POLL)
+            while self.jobs and time.monotonic() - self.jobs[0][0] >= DRAW_POLL:
+                _, job, args = self.jobs.popleft()
+                try:
+                    job(*args)
+                except Exception:  # noqa: BLE001 - each job logs its own failures; the thread goes on
+                    pass
+                finally:
+                    with self.lock:
+                        self.pending -= 1
 
     def wait(self, timeout: float) -> bool:
-        with self.jobs.all_tasks_done:
-            return self.jobs.all_tasks_done.wait_for(lambda: self.jobs.unfinished_tasks == 0, timeout)
+        deadline = time.monotonic() + timeout
+        while self.pending and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return not self.pending
 
 
 _display = _Display()
