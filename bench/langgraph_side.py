@@ -6,7 +6,8 @@ the failure, and a conditional edge routes by the outcome through the plan's edg
 while the step's retry budget lasts, on_exhaust; an unconditional edge otherwise); decision nodes pass
 through on the last outcome, exit and escalate nodes end the graph.  Each pass is one
 ``graph.invoke(Command(resume=output), config)`` that runs to the next interrupt, with the checkpointer
-saving every super-step: LangGraph's in-memory saver, or its SQLite saver on a file.
+saving every super-step before the call returns (``durability="sync"``, as the engine writes its audit lines
+before the pass returns): LangGraph's in-memory saver, or its SQLite saver on a file.
 
 Used by ``bench/run.py``; needs the ``bench`` extra (``pip install -e '.[bench]'``).
 """
@@ -124,12 +125,12 @@ class Driver:
             self.config = {"configurable": {"thread_id": uuid.uuid4().hex}}
             t0 = time.perf_counter_ns()
             result = self.graph.invoke({"attempts": {}, "failures": {}, "last": "", "evidence": [], "ended": ""},
-                                       self.config)
+                                       self.config, durability="sync")
             spent = -(time.perf_counter_ns() - t0)
         else:
             output = self.output_for(self.waiting)
             t0 = time.perf_counter_ns()
-            result = self.graph.invoke(Command(resume=output), self.config)
+            result = self.graph.invoke(Command(resume=output), self.config, durability="sync")
             spent = time.perf_counter_ns() - t0
         self.waiting = self._waiting_at(result)
         if not self.waiting and result.get("ended") != "completed":

@@ -194,7 +194,7 @@ def main() -> int:
     if tree is None:
         print("make real-loop-bench: set A0_TREES to a folder holding the v1.7 Agent-Zero tree", file=sys.stderr)
         return 2
-    runs = int(os.environ.get("REAL_LOOP_RUNS", "3"))
+    runs = int(os.environ.get("REAL_LOOP_RUNS", "5"))
     started = time.time()
     r, stats = measure(tree, runs, long_calls=int(os.environ.get("REAL_LOOP_LONG_CALLS", "194")))
     bench = ROOT / "bench" / "results.json"
