@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench prompts real-loop clean
+.PHONY: demo test bench prompts real-loop real-loop-bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed; set PYTHON=python3.11 (or newer)")'
@@ -25,7 +25,12 @@ test: $(STAMP)
 prompts: $(STAMP)
 	$(BIN)/python -m pytest tests/test_prompts.py tests/test_card.py --snapshot-update -q
 
-bench: $(STAMP)
+# the `bench` extra (LangGraph, for the side-by-side rows) is installed on top of the test extras
+$(VENV)/.bench-installed: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	@touch $@
+
+bench: $(VENV)/.bench-installed
 	$(BIN)/python bench/run.py
 
 # the pack in Agent-Zero's real message loop: A0_TREES names a folder of Agent-Zero source trees (see README,
@@ -34,6 +39,13 @@ real-loop: $(STAMP)
 	@test -n "$(A0_TREES)" -a -d "$(A0_TREES)" || { echo "make real-loop: set A0_TREES to a folder of Agent-Zero trees (README: Development)"; exit 2; }
 	A0_TREES="$(A0_TREES)" $(BIN)/python tests/a0env.py
 	A0_TREES="$(A0_TREES)" $(BIN)/python -m pytest $(wildcard tests/test_real_loop*.py)
+
+# the two hooks timed (and profiled) in Agent-Zero's real message loop, v1.7 tree of A0_TREES: prints the table,
+# writes bench/real_loop_results.json and the README's real-loop table
+real-loop-bench: $(STAMP)
+	@test -n "$(A0_TREES)" -a -d "$(A0_TREES)" || { echo "make real-loop-bench: set A0_TREES to a folder of Agent-Zero trees (README: Development)"; exit 2; }
+	A0_TREES="$(A0_TREES)" $(BIN)/python tests/a0env.py v1.7
+	A0_TREES="$(A0_TREES)" $(BIN)/python bench/real_loop.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "extensions"))
@@ -26,23 +26,30 @@ from graph_engine import adapter  # noqa: E402
 from graph_engine.tools import standin as a0  # noqa: E402
 from graph_engine.library import build_library  # noqa: E402
 
-# Budgets.  Per-pass budgets are ratios to figures measured in the same run on the same machine (the machine's
-# speed varies up to 3x between runs); the library budgets are absolute.
+sys.path.insert(0, str(ROOT / "bench"))
+import tables  # noqa: E402
+from reference import calibration_samples, calibration_us, json_parse_ms  # noqa: E402
+
+# Budgets.  Every budget is a ratio to a workload measured in the same run, so that a slow or a busy machine
+# moves both sides (this machine's speed varies up to 3x between runs): the calibration row (a fixed
+# pure-Python workload), the machine's own JSON parse of the same library file, or LangGraph driving the same
+# graph.  The absolute figures stay in the table as figures.
 TARGETS = {
-    "judged_per_parts": 2.5,  # a judged pass <= 2.5x the sum of its parts measured alone
-    "no_result_per_parts": 1.0,  # a pass with no new result <= 1.0x that sum
-    "new_message_per_calibration": 1.0,  # a new message that starts nothing <= 1.0x the calibration workload
+    "judged_per_langgraph": 0.1,  # a judged pass <= 1/10 of LangGraph's in-memory pass on the same graph
+    "no_result_per_calibration": 4.0,  # a pass with an active run and no new result <= 4x the calibration row
+    "new_message_per_calibration": 1.5,  # a new message that starts nothing <= 1.5x the calibration workload
+    "idle_per_calibration": 0.75,  # a pass with no run and no new message <= 0.75x the calibration workload
+    "flatness": 1.25,  # slowest / fastest over history length, and over plan size
+    "library_load_per_calibration": 5000.0,  # the shipped library, fresh process (50 ms at 10 µs)
+    "library_1000_first_match_per_json": 5.0,  # a 1,000-plan library: load to the first pass that can match,
+    "library_1000_reload_per_json": 1.0,  # ... reload after one plan changed: to json.loads of the same file
     "meaning_message_per_judged": 1.0,  # a new message the meaning matcher scores and that asks for nothing
     # costs less than a judged pass
-    "idle_per_calibration": 0.5,  # a pass with no run and no new message <= 0.5x the calibration workload
-    "flatness": 1.25,  # slowest / fastest over history length, and over plan size
-    "library_load_ms": 50.0,  # the shipped library, fresh process
-    "library_1000_first_match_ms": 100.0,  # a 1,000-plan library: load to the first pass that can match
-    "library_1000_reload_ms": 20.0,  # ... reload after one plan changed
-    "match_10_ms": 1.0,  # matching a new message against the shipped library (10 plans), by words and meaning
-    "match_1000_ms": 2.0,  # ... against 1,000 plans
-    "match_10000_ms": 2.0,  # ... against 10,000 plans' triggers (the meaning index built)
-    "dot_parse_200_nodes_ms": 20.0,
+    "match_10_per_calibration": 100.0,  # matching a new message against the shipped library (10 plans), by
+    # words and meaning (1 ms at 10 µs)
+    "match_1000_per_calibration": 200.0,  # ... against 1,000 plans (2 ms at 10 µs)
+    "match_10000_per_calibration": 200.0,  # ... against 10,000 (2 ms at 10 µs)
+    "dot_parse_200_nodes_per_calibration": 2000.0,  # (20 ms at 10 µs)
 }
 NOTHING = "write a haiku about autumn leaves"  # a new message that starts no plan
 CHAT = "the weather report says it will rain all weekend"  # ... that the meaning matcher scores first
@@ -55,6 +62,11 @@ EVERYDAY = [("the tests in test_api.py are red, get them green again", "api_inte
             ("we moved to a bigger office last spring", "")]
 OUTPUTS = json.loads((ROOT / "fixtures" / "check_outputs.json").read_text())["cases"]
 MESSAGE = "fix the bug in /tmp/calc.py: average([]) crashes with ZeroDivisionError"
+
+
+def passing_case(plan: str, node: str | None) -> dict | None:
+    """The replay: the first realistic passing output of fixtures/check_outputs.json for a plan's step."""
+    return next((c for c in OUTPUTS if c["plan"] == plan and c["node"] == node and c["expect"] == "pass"), None)
 
 
 def filler(n: int) -> list[dict]:
@@ -74,8 +86,10 @@ def filler(n: int) -> list[dict]:
 class Driver:
     """Drives passes of one chat: a scripted model answers each shown step with a realistic passing output."""
 
-    def __init__(self, history_len: int, plan: str = "bugfix_workflow", message: str = MESSAGE) -> None:
+    def __init__(self, history_len: int, plan: str = "bugfix_workflow", message: str = MESSAGE,
+                 real_pacing: bool = False) -> None:
         a0.install_framework("new")
+        self.real_pacing = real_pacing
         self.agent = a0.Agent()
         self.companion = a0.load_extension_class(a0.COMPANION)(self.agent)
         self.selector = a0.load_extension_class(a0.SELECTOR)(self.agent)
@@ -88,8 +102,7 @@ class Driver:
     def _reply(self) -> tuple[dict, dict]:
         state = getattr(self.agent, "_htn_state", None)
         node = state["current_node"] if state and state.get("status") == "active" else None
-        case = next((c for c in OUTPUTS if c["plan"] == self.plan and c["node"] == node and c["expect"] == "pass"),
-                    OUTPUTS[0])
+        case = passing_case(self.plan, node) or OUTPUTS[0]
         reply = {"ai": True, "content": a0.tool_reply("code_execution_tool", case["command"])}
         result = {"ai": False, "content": {"tool_name": "code_execution_tool", "tool_result": a0.terminal(case["output"])}}
         return reply, result
@@ -101,11 +114,15 @@ class Driver:
         loop.iteration += 1
         loop.params_temporary = {}
         loop.history_output = self.history
+        if self.real_pacing:  # as in the real loop, where passes are seconds apart: the library file is
+            for rt in adapter._runtimes.values():  # looked at for changes on every pass (at most once a second)
+                rt.library._checked_at = -1e18
         t0 = time.perf_counter_ns()
         await self.companion.execute(loop_data=loop)
         loop.extras_temporary.clear()
         await self.selector.execute(loop_data=loop)
-        return time.perf_counter_ns() - t0
+        spent = time.perf_counter_ns() - t0
+        return spent
 
     async def one_pass(self) -> int:
         """One pass; returns the nanoseconds spent in the two hooks (negative: a pass that started a run)."""
@@ -144,67 +161,148 @@ def per_pass(history_len: int, passes: int, warmup: int = 200, driver: Driver | 
     return asyncio.run(run())
 
 
-def idle_pass_us(passes: int) -> float:
+HEAP = [{"role": "user" if i % 2 else "ai", "content": "x" * (i % 300), "n": i} for i in range(60_000)]
+
+
+def other_work(ms: float) -> None:
+    """What Agent-Zero does between two passes (110-125 ms of its own per pass: prompts, history, the model
+    call's bookkeeping) as far as the CPU's caches can tell: ``ms`` milliseconds of walking a large heap."""
+    t = time.perf_counter()
+    while (time.perf_counter() - t) * 1000 < ms:
+        json.loads(json.dumps(HEAP[::7]))
+
+
+def library_look_us(reps: int = 2000) -> float:
+    """Looking at the library file for changes, as the first hook of a pass does when a second has passed
+    since the last look (a ``stat`` of the file and of its folder): median microseconds."""
+    rt = adapter.Runtime(str(a0.LIBRARY))
+    rt.library.refresh()
+
+    def look() -> None:
+        rt.library._checked_at = -1e18
+        rt.library.refresh()
+
+    return _median_us(look, reps)
+
+
+def cold_pass_us(passes: int, between_ms: float = 20.0) -> float:
+    """The judged pass as the real loop runs it: after ``between_ms`` of other work (outside the timing), its
+    code and data are no longer in the CPU's caches, and the library file is looked at for changes (at most
+    once a second: on every pass of the real loop).  Median microseconds."""
+    driver = Driver(2000, real_pacing=True)
+
+    async def run() -> float:
+        for _ in range(50):
+            await driver.one_pass()
+        out: list[float] = []
+        while len(out) < passes:
+            other_work(between_ms)
+            ns = await driver.one_pass()
+            adapter.wait_for_display()  # a picture is drawn while Agent-Zero works: not in the next pass
+            if ns >= 0:
+                out.append(ns / 1000)
+        return statistics.median(out)
+
+    gc.collect()
+    return asyncio.run(run())
+
+
+def ending_pass_us(runs: int) -> dict[str, float]:
+    """The pass that ends a run, its picture drawn off the loop (GRAPH_ENGINE_PICTURE as the user set it), and
+    the middle passes of the same runs: medians.  The drawing is waited for after the pass, outside the
+    timing, so that drawings do not pile up."""
+    driver = Driver(2000)
+
+    async def run() -> dict[str, float]:
+        ends: list[float] = []
+        middles: list[float] = []
+        while len(ends) < runs:
+            ns = await driver.one_pass()
+            state = driver.agent._htn_state
+            ended = state is None or state.get("status") != "active"
+            if ns >= 0:
+                (ends if ended else middles).append(ns / 1000)
+            if ended:
+                assert adapter.wait_for_display(), "a picture was not drawn within 30 s"
+        return {"median": statistics.median(ends), "middle": statistics.median(middles), "runs": len(ends)}
+
+    gc.collect()
+    return asyncio.run(run())
+
+
+def beside_calibration(sample: Callable[[], Awaitable[float | None]], passes: int) -> tuple[float, float]:
+    """Median microseconds of ``passes`` samples (None: not a sample) and of the calibration workload, run in
+    alternating batches: both sides of a budget see the same moments of a busy machine."""
+    async def run() -> tuple[float, float]:
+        out: list[float] = []
+        calibration: list[float] = []
+        while len(out) < passes:
+            for _ in range(50):
+                value = await sample()
+                if value is not None:
+                    out.append(value)
+            calibration += calibration_samples(50)
+        return statistics.median(out), statistics.median(calibration)
+
+    gc.collect()
+    return asyncio.run(run())
+
+
+def idle_pass_us(passes: int) -> tuple[float, float]:
     """Passes of a chat in which no plan is active (the common case): both hooks, as Agent-Zero calls them."""
     driver = Driver(2000, message="hello there, how are you today?")
+    asyncio.run(driver.one_pass())  # the user's message: matched against every plan, none starts
 
-    async def run() -> list[float]:
-        await driver.one_pass()  # the user's message: matched against every plan, none starts
-        out = []
-        for _ in range(passes):
-            out.append(await driver.hooks() / 1000)
-            driver.history.append({"ai": True, "content": a0.tool_reply("code_execution_tool", "ls")})
-            driver.history.append({"ai": False, "content": {"tool_name": "code_execution_tool",
-                                                            "tool_result": a0.terminal("x")}})
-            del driver.history[1:3]
-        return out
+    async def sample() -> float:
+        spent = await driver.hooks() / 1000
+        driver.history.append({"ai": True, "content": a0.tool_reply("code_execution_tool", "ls")})
+        driver.history.append({"ai": False, "content": {"tool_name": "code_execution_tool",
+                                                        "tool_result": a0.terminal("x")}})
+        del driver.history[1:3]
+        return spent
 
-    return statistics.median(asyncio.run(run()))
+    return beside_calibration(sample, passes)
 
 
-def no_result_pass_us(passes: int) -> float:
+def no_result_pass_us(passes: int) -> tuple[float, float]:
     """Passes with an active run in which the model's reply produced no tool result (a misformatted reply:
     Agent-Zero adds a system warning): nothing to judge, the step's context is shown again."""
     driver = Driver(2000)
 
-    async def run() -> list[float]:
-        out = []
-        while len(out) < passes:
-            state = getattr(driver.agent, "_htn_state", None)
-            if state is None or state["status"] != "active":  # expired after its staleness window: restart
-                await driver.one_pass()
-                continue
-            out.append(await driver.hooks() / 1000)
-            driver.history.append({"ai": True, "content": "I will now run the tests."})
-            driver.history.append({"ai": False, "content": {"system_warning": "You have misformatted your "
-                                                                              "message. Follow system prompt."}})
-            del driver.history[1:3]
-        return out
+    async def sample() -> float | None:
+        state = getattr(driver.agent, "_htn_state", None)
+        if state is None or state["status"] != "active":  # expired after its staleness window: restart
+            await driver.one_pass()
+            return None
+        spent = await driver.hooks() / 1000
+        driver.history.append({"ai": True, "content": "I will now run the tests."})
+        driver.history.append({"ai": False, "content": {"system_warning": "You have misformatted your "
+                                                                          "message. Follow system prompt."}})
+        del driver.history[1:3]
+        return spent
 
-    return statistics.median(asyncio.run(run()))
+    return beside_calibration(sample, passes)
 
 
-def new_message_pass_us(passes: int, base: str = NOTHING) -> float:
+def new_message_pass_us(passes: int, base: str = NOTHING) -> tuple[float, float]:
     """Passes that open a monologue with a new user message that starts no plan (a different message each
     time, as a chat has): both hooks at iteration 0, the belief-state tracker run before, outside the timing."""
     driver = Driver(2000, message=base)
+    count = iter(range(10**9))
 
-    async def run() -> list[float]:
-        out = []
-        for i in range(passes + 200):
-            text = f"{base}, number {i}"
-            driver.history.append({"ai": False, "content": {"user_message": text}})
-            driver.loop = a0.LoopData(user_message=a0.UserMessage(text))
-            driver.bst.run(driver.agent, text)
-            ns = await driver.hooks()
-            assert getattr(driver.agent, "_htn_state", None) is None, "a plan started"
-            driver.history.append({"ai": True, "content": a0.tool_reply("response", text="Leaves fall...")})
-            del driver.history[1:3]
-            if i >= 200:
-                out.append(ns / 1000)
-        return out
+    async def sample() -> float | None:
+        i = next(count)
+        text = f"{base}, number {i}"
+        driver.history.append({"ai": False, "content": {"user_message": text}})
+        driver.loop = a0.LoopData(user_message=a0.UserMessage(text))
+        driver.bst.run(driver.agent, text)
+        ns = await driver.hooks()
+        assert getattr(driver.agent, "_htn_state", None) is None, "a plan started"
+        driver.history.append({"ai": True, "content": a0.tool_reply("response", text="Leaves fall...")})
+        del driver.history[1:3]
+        return ns / 1000 if i >= 200 else None
 
-    return statistics.median(asyncio.run(run()))
+    return beside_calibration(sample, passes)
 
 
 def in_pass_costs(passes: int) -> dict[str, float]:
@@ -299,26 +397,6 @@ def profile_summary(passes: int, top: int = 12) -> str:
                        "slows every call, so read the shares, not the times):"] + body)
 
 
-def calibration_us() -> float:
-    """A fixed pure-Python workload (dict building, formatting, a regex search): the machine's speed at the
-    time of the run, so figures from different runs can be compared (this machine varies up to 2x)."""
-    import re
-
-    pattern = re.compile(r"\b(\d+) passed\b")
-    text = "collected 12 items\n" + "test_calc.py ........ \n" * 8 + "12 passed in 0.05s\n"
-
-    def work() -> int:
-        d = {f"k{i}": i for i in range(40)}
-        return sum(d.values()) + len(f"{d['k1']}:{d['k2']}") + (pattern.search(text) is not None)
-
-    times = []
-    for _ in range(2000):
-        t = time.perf_counter_ns()
-        work()
-        times.append(time.perf_counter_ns() - t)
-    return statistics.median(times) / 1000
-
-
 def _median_us(fn: Callable[[], object], reps: int) -> float:
     times = []
     for _ in range(reps):
@@ -408,6 +486,62 @@ def interleaved(drivers: dict[str, Driver], passes: int, batch: int = 50, warmup
     return asyncio.run(run())
 
 
+def side_by_side(passes: int) -> dict[str, Any]:
+    """LangGraph driving the same bug-fix plan on the same replay (bench/langgraph_side.py), one tool result
+    per pass, against the engine's judged pass without and with the card's log update (LangGraph's pass
+    updates no display), measured in alternating batches of about the same length (in-memory saver); then
+    LangGraph with its SQLite saver on a file.  {"installed": False} without the ``bench`` extra."""
+    try:
+        import langgraph_side as lg
+    except ImportError:
+        return {"installed": False}
+    from graph_engine.library import load_library_file
+
+    plan = load_library_file(str(a0.LIBRARY)).plans["bugfix_workflow"]
+
+    def output_for(node: str) -> dict:
+        case = passing_case(plan.id, node)
+        assert case is not None, node
+        return {"tool": "code_execution_tool", "text": a0.terminal(case["output"]),
+                "reply": a0.tool_reply("code_execution_tool", case["command"])}
+
+    drivers = {"graph_engine": Driver(2000), "graph_engine_card": Driver(2000),
+               "langgraph": lg.Driver(plan, lg.InMemorySaver(), output_for)}
+    batches = {"graph_engine": 200, "graph_engine_card": 200, "langgraph": 20}  # about as long each
+    times: dict[str, list[float]] = {k: [] for k in drivers}
+    real_card = adapter._card
+
+    async def one(key: str) -> int:
+        if key == "langgraph":
+            return drivers[key].one_pass()
+        if key == "graph_engine":  # the card's log update left out: LangGraph's pass updates no display
+            adapter._card = lambda *args, **kwargs: None
+        try:
+            return await drivers[key].one_pass()
+        finally:
+            adapter._card = real_card
+
+    async def run() -> None:
+        for key in drivers:
+            for _ in range(200):
+                await one(key)
+        while min(len(times[k]) * batches["graph_engine"] // batches[k] for k in times) < passes:
+            for key, batch in batches.items():
+                for _ in range(batch):
+                    ns = await one(key)
+                    if ns >= 0:
+                        times[key].append(ns / 1000)
+
+    gc.collect()
+    asyncio.run(run())
+    with tempfile.TemporaryDirectory() as tmp:
+        sqlite = lg.per_pass_us(plan, output_for, max(200, passes // 40), "sqlite", tmp)
+    medians = {k: round(statistics.median(v), 2) for k, v in times.items()}
+    return {"installed": True, "version": lg.version(), "graph_engine_us": medians["graph_engine"],
+            "graph_engine_card_us": medians["graph_engine_card"], "langgraph_memory_us": medians["langgraph"],
+            "langgraph_sqlite_us": round(sqlite["median"], 2), "passes": len(times["langgraph"])}
+
+
 def big_plan(n_nodes: int) -> dict:
     """A chain of n task nodes, each with a retry budget, a loop back and an escalation."""
     nodes = {"start": {"type": "start"}, "stuck": {"type": "escalate", "reason": "stuck"}, "done": {"type": "exit"}}
@@ -448,38 +582,20 @@ def per_pass_by_nodes(sizes: tuple[int, ...], passes: int) -> dict[str, float]:
             adapter._runtimes.clear()
 
 
-def library_load_ms() -> tuple[float, float]:
-    """Cold (fresh process) load + schema + lint of the shipped library, and the engine's import."""
+def library_load_ms() -> dict[str, float]:
+    """Cold (fresh process) load + schema + lint of the shipped library (wall-clock, and CPU time of the
+    thread), the engine's import, and the calibration workload in the same process (medians of 7 processes)."""
     import subprocess
 
     code = ("import sys,time;sys.path.insert(0,%r);t0=time.perf_counter();"
-            "from graph_engine.library import load_library_file;t=time.perf_counter();"
-            "load_library_file(%r);print((time.perf_counter()-t)*1000, (t-t0)*1000)") % (
-                str(ROOT / "extensions"), str(a0.LIBRARY))
+            "from graph_engine.library import load_library_file;t=time.perf_counter();c=time.thread_time();"
+            "load_library_file(%r);cpu=time.thread_time()-c;done=time.perf_counter();sys.path.insert(0,%r);"
+            "from reference import calibration_us;print((done-t)*1000,(t-t0)*1000,cpu*1000,calibration_us())") % (
+                str(ROOT / "extensions"), str(a0.LIBRARY), str(ROOT / "bench"))
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.split()
             for _ in range(7)]
-    return statistics.median(float(r[0]) for r in runs), statistics.median(float(r[1]) for r in runs)
-
-
-def schema_ms() -> dict[str, float]:
-    """What the one schema validator costs: importing jsonschema and building the two validators (once per
-    schema file, in a fresh process), and checking the shipped library's plans against the schema."""
-    import subprocess
-
-    code = ("import sys,time;sys.path.insert(0,%r);t0=time.perf_counter();import jsonschema;"
-            "t1=time.perf_counter();from graph_engine import schema as s;p=s.load_schema(s.find_schema());"
-            "t2=time.perf_counter();s._validators(p);print((t1-t0)*1000,(time.perf_counter()-t2)*1000)") % str(
-                ROOT / "extensions")
-    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.split()
-            for _ in range(7)]
-    from graph_engine.schema import find_schema, load_schema, validate_plan
-
-    schema = load_schema(find_schema())
-    plans = json.loads(a0.LIBRARY.read_text())["plans"]
-    check = _median_us(lambda: [validate_plan(pid, raw, schema) for pid, raw in plans.items()], 20) / 1000
-    return {"import_ms": round(statistics.median(float(r[0]) for r in runs), 2),
-            "validators_ms": round(statistics.median(float(r[1]) for r in runs), 2),
-            "check_shipped_ms": round(check, 2)}
+    keys = ("load_ms", "import_ms", "load_cpu_ms", "calibration_us")
+    return {k: statistics.median(float(r[i]) for r in runs) for i, k in enumerate(keys)}
 
 
 def full_check_1000_ms() -> float:
@@ -511,13 +627,12 @@ def library_probe(path: str, copies: int, settle: bool) -> dict[str, float]:
     from graph_engine.matching import best_match
 
     messages = match_messages(copies)
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.thread_time()
     cache = LibraryCache(path, recheck_seconds=0, background=settle)
     lib, _ = cache.refresh()
     first = best_match(lib, *messages[0], None)
-    first_ms = (time.perf_counter() - t) * 1000
+    out = {"first_match_cpu_ms": (time.thread_time() - cpu) * 1000, "first_match_ms": (time.perf_counter() - t) * 1000}
     assert first is not None, "the first message matched nothing"
-    out = {"first_match_ms": first_ms}
     t = time.perf_counter()
     assert lib.meaning_index(wait=True) is not None, "no meaning model"  # the background thread's first task
     out["meaning_index_ms"] = (time.perf_counter() - t) * 1000
@@ -532,6 +647,8 @@ def library_probe(path: str, copies: int, settle: bool) -> dict[str, float]:
                    for text, domain in messages]
     out["match_ms"] = statistics.median(per_message)
     out["match_max_ms"] = max(per_message)
+    out["calibration_us"] = calibration_us()  # the references, in the same process
+    out["json_parse_ms"] = json_parse_ms(path)
     if settle:
         doc = json.loads(Path(path).read_text())
         pid = next(iter(doc["plans"]))
@@ -539,9 +656,10 @@ def library_probe(path: str, copies: int, settle: bool) -> dict[str, float]:
         Path(path).write_text(json.dumps(doc, indent=2))
         stamp = os.stat(path).st_mtime_ns + 10**9
         os.utime(path, ns=(stamp, stamp))
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.thread_time()
         lib, _ = cache.refresh()
         edited = lib.get(pid)
+        out["reload_cpu_ms"] = (time.thread_time() - cpu) * 1000
         out["reload_ms"] = (time.perf_counter() - t) * 1000
         assert edited is not None and edited.name.endswith("(edited)") and lib.reparsed == 1, lib.reparsed
     return out
@@ -569,8 +687,29 @@ def shipped_match_ms() -> list[float]:
             for text, domain in messages]
 
 
+def schema_ms() -> dict[str, float]:
+    """What the one schema validator costs: importing jsonschema and building the two validators (once per
+    schema file, in a fresh process), and checking the shipped library's plans against the schema."""
+    import subprocess
+
+    code = ("import sys,time;sys.path.insert(0,%r);t0=time.perf_counter();import jsonschema;"
+            "t1=time.perf_counter();from graph_engine import schema as s;p=s.load_schema(s.find_schema());"
+            "t2=time.perf_counter();s._validators(p);print((t1-t0)*1000,(time.perf_counter()-t2)*1000)") % str(
+                ROOT / "extensions")
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.split()
+            for _ in range(7)]
+    from graph_engine.schema import find_schema, load_schema, validate_plan
+
+    schema = load_schema(find_schema())
+    plans = json.loads(a0.LIBRARY.read_text())["plans"]
+    check = _median_us(lambda: [validate_plan(pid, raw, schema) for pid, raw in plans.items()], 20) / 1000
+    return {"import_ms": round(statistics.median(float(r[0]) for r in runs), 2),
+            "validators_ms": round(statistics.median(float(r[1]) for r in runs), 2),
+            "check_shipped_ms": round(check, 2)}
+
+
 def library_rows() -> dict[str, dict[str, float]]:
-    """The 1,000- and 10,000-plan probes, each in fresh processes (median of 3)."""
+    """The 1,000- and 10,000-plan probes, each in fresh processes (medians of 5 and of 3)."""
     import subprocess
 
     out = {}
@@ -580,7 +719,7 @@ def library_rows() -> dict[str, dict[str, float]]:
             path.write_text(json.dumps(a0.shipped_copies(copies), indent=2))
             env = dict(os.environ, GRAPH_ENGINE_MAX_PLANS=str(copies * 10))
             runs = []
-            for _ in range(3):
+            for _ in range(5 if settle else 3):
                 done = subprocess.run([sys.executable, __file__, "--library-probe", str(path), str(copies),
                                        "settle" if settle else "lazy"], capture_output=True, text=True, env=env)
                 if done.returncode != 0:
@@ -651,18 +790,20 @@ def dot_text(n_nodes: int = 200, n_edges: int = 250) -> str:
     return "\n".join(lines + edges + ["}"]) + "\n"
 
 
-def dot_parse_ms() -> float:
+def dot_parse_ms() -> tuple[float, float]:
+    """Parsing a 200-node DOT plan: median wall-clock and median CPU time of the thread (milliseconds)."""
     from graph_engine import dot
 
     text = dot_text()
     graph = dot.parse(text)
     assert len(graph.nodes) == 200 and len(graph.edges) == 250, (len(graph.nodes), len(graph.edges))
-    times = []
+    wall, cpu = [], []
     for _ in range(30):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.thread_time()
         dot.parse(text)
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
+        cpu.append((time.thread_time() - c) * 1000)
+        wall.append((time.perf_counter() - t) * 1000)
+    return statistics.median(wall), statistics.median(cpu)
 
 
 README = ROOT / "README.md"
@@ -674,16 +815,27 @@ def _flat(d: dict[str, float]) -> float:
 
 
 def ratios(r: dict) -> dict[str, float]:
-    """Each per-pass budget's ratio, from figures of the same run."""
-    parts = sum(r["judged_pass_parts_us"].values())
-    calibration = r["calibration_us"]
-    return {
-        "judged_per_parts": r["per_pass_us"]["median"] / parts,
-        "no_result_per_parts": r["per_pass_no_result_us"] / parts,
-        "new_message_per_calibration": r["new_message_pass_us"] / calibration,
+    """Each timed budget's ratio, from figures of the same run (the fresh-process rows: of the same
+    processes).  A budget whose reference was not measured (LangGraph not installed) has no ratio."""
+    calibration, small, large = r["calibration_us"], r["library_1000"], r["library_10000"]
+    beside = r["calibration_beside_us"]
+    out = {
+        "no_result_per_calibration": r["per_pass_no_result_us"] / beside["no_result"],
+        "new_message_per_calibration": r["new_message_pass_us"] / beside["new_message"],
+        "idle_per_calibration": r["idle_pass_us"]["median"] / beside["idle"],
+        "library_load_per_calibration": r["library_load_cpu_ms"] * 1000 / r["library_load_calibration_us"],
+        "library_1000_first_match_per_json": small["first_match_cpu_ms"] / small["json_parse_ms"],
+        "library_1000_reload_per_json": small["reload_cpu_ms"] / small["json_parse_ms"],
         "meaning_message_per_judged": r["meaning_message_pass_us"] / r["per_pass_us"]["median"],
-        "idle_per_calibration": r["idle_pass_us"]["median"] / calibration,
+        "match_10_per_calibration": max(r["match_10_ms"]) * 1000 / calibration,
+        "match_1000_per_calibration": small["match_max_ms"] * 1000 / small["calibration_us"],
+        "match_10000_per_calibration": large["match_max_ms"] * 1000 / large["calibration_us"],
+        "dot_parse_200_nodes_per_calibration": r["dot_parse_200_nodes_cpu_ms"] * 1000 / calibration,
     }
+    side = r["langgraph"]
+    if side.get("installed"):
+        out["judged_per_langgraph"] = side["graph_engine_us"] / side["langgraph_memory_us"]
+    return out
 
 
 def rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
@@ -692,26 +844,33 @@ def rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
     us = lambda v: f"{v:.1f} µs"  # noqa: E731
     ms = lambda v: f"{v:.1f} ms" if v < 100 else f"{v:,.0f} ms"  # noqa: E731
     hist, nodes, ratio = r["per_pass_us_by_history"], r["per_pass_us_by_nodes"], ratios(r)
-    parts, inside = r["judged_pass_parts_us"], r["in_pass_costs_us"]
+    parts, inside, side = r["judged_pass_parts_us"], r["in_pass_costs_us"], r["langgraph"]
     small, large = r["library_1000"], r["library_10000"]
 
     def budget(key: str, what: str) -> tuple[str, bool]:
-        return f"<= {TARGETS[key]:.1f}x {what} ({ratio[key]:.2f}x)", ratio[key] <= TARGETS[key]
-
-    def limit(key: str, value: float) -> tuple[str, bool]:
-        return f"<= {TARGETS[key]:g} ms", value <= TARGETS[key]
+        return f"<= {TARGETS[key]:g}x {what} ({ratio[key]:.3g}x)", ratio[key] <= TARGETS[key]
 
     pictures = " / ".join(f"{k} {v:.2f} ms" for k, v in r["picture_ms"].items())
+    if side.get("installed"):
+        langgraph = [
+            (f"LangGraph {side['version']}, the same bug-fix graph and replay: pass, in-memory saver / SQLite",
+             f"{side['langgraph_memory_us']:,.0f} / {side['langgraph_sqlite_us']:,.0f} µs", "reported", None),
+            ("judged pass beside it (alternating batches), without / with the card's log update",
+             f"{side['graph_engine_us']:.1f} / {side['graph_engine_card_us']:.1f} µs",
+             *budget("judged_per_langgraph", "LangGraph's in-memory pass, without"))]
+    else:
+        langgraph = [("LangGraph, the same bug-fix graph and replay (`pip install -e '.[bench]'`)",
+                      "not installed", "judged pass <= 0.1x its in-memory pass", None)]
     return [
         ("judged pass (active run, new tool result, both hooks): median / p99",
-         f"{r['per_pass_us']['median']:.0f} / {r['per_pass_us']['p99']:.0f} µs",
-         *budget("judged_per_parts", "its parts alone")),
+         f"{r['per_pass_us']['median']:.0f} / {r['per_pass_us']['p99']:.0f} µs", "reported", None),
+        *langgraph,
         ("  its parts alone: " + ", ".join(parts), " / ".join(f"{v:.1f}" for v in parts.values())
          + f" µs (sum {sum(parts.values()):.1f})", "reported", None),
         ("  inside the pass, switched off one at a time: " + ", ".join(inside),
          " / ".join(f"{v:.1f}" for v in inside.values()) + " µs", "reported", None),
         ("pass with an active run and no new result", us(r["per_pass_no_result_us"]),
-         *budget("no_result_per_parts", "the judged pass's parts")),
+         *budget("no_result_per_calibration", "the calibration row")),
         ("a new user message that starts nothing (both hooks)", us(r["new_message_pass_us"]),
          *budget("new_message_per_calibration", "the calibration row")),
         ("a new message that asks for nothing, scored by meaning first (both hooks)",
@@ -720,42 +879,50 @@ def rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
          *budget("idle_per_calibration", "the calibration row")),
         ("a pass that starts a run (matching + activation)", f"{r['activation_pass_us']['median']:.0f} µs",
          "reported", None),
+        ("judged pass after 20 ms of other work, caches cold and the library looked at, as in the real loop",
+         us(r["cold_pass_us"]), "reported", None),
+        ("  the library file looked at for changes (every pass of the real loop; here once a second)",
+         us(r["library_look_us"]), "reported", None),
+        ("the pass that ends a run (its picture drawn off the loop) / a middle pass of the same runs",
+         f"{r['ending_pass_us']['median']:.0f} / {r['ending_pass_us']['middle']:.0f} µs", "reported", None),
         ("judged pass by history length 100 / 1,000 / 10,000 messages",
          " / ".join(f"{v:.0f}" for v in hist.values()) + " µs",
          f"slowest <= {TARGETS['flatness']}x fastest ({_flat(hist):.2f}x)", _flat(hist) <= TARGETS["flatness"]),
         ("judged pass by plan size 10 / 500 / 5,000 nodes", " / ".join(f"{v:.0f}" for v in nodes.values()) + " µs",
          f"slowest <= {TARGETS['flatness']}x fastest ({_flat(nodes):.2f}x)", _flat(nodes) <= TARGETS["flatness"]),
         ("shipped library: load + schema + lint (fresh process, after import)", ms(r["library_load_ms"]),
-         *limit("library_load_ms", r["library_load_ms"])),
+         *budget("library_load_per_calibration", "that process's calibration, in CPU time")),
         ("engine import in a fresh process", ms(r["engine_import_ms"]), "reported", None),
         ("jsonschema: its import (part of the engine's) / both validators built (once per schema file)",
          f"{r['schema_ms']['import_ms']:.1f} / {r['schema_ms']['validators_ms']:.1f} ms", "reported", None),
         ("schema check of the shipped library's 10 plans (jsonschema)", ms(r["schema_ms"]["check_shipped_ms"]),
          "reported", None),
         ("1,000 plans: load to the first matched message (fresh process)", ms(small["first_match_ms"]),
-         *limit("library_1000_first_match_ms", small["first_match_ms"])),
+         *budget("library_1000_first_match_per_json", "json.loads of the file, in CPU time")),
         ("1,000 plans: reload after one plan changed (that plan checked again)", ms(small["reload_ms"]),
-         *limit("library_1000_reload_ms", small["reload_ms"])),
+         *budget("library_1000_reload_per_json", "json.loads of the file, in CPU time")),
+        ("1,000 plans: json.loads of the library file (7 MB), CPU time, fastest of 5", ms(small["json_parse_ms"]),
+         "reported", None),
         ("10 plans (shipped): match a new message by words and meaning, median / slowest of 10 messages",
          f"{statistics.median(r['match_10_ms']):.3f} / {max(r['match_10_ms']):.3f} ms",
-         *limit("match_10_ms", max(r["match_10_ms"]))),
+         *budget("match_10_per_calibration", "the calibration row")),
         ("1,000 plans: match a new message by words and meaning, median / slowest of 20 messages",
          f"{small['match_ms']:.3f} / {small['match_max_ms']:.3f} ms",
-         *limit("match_1000_ms", small["match_max_ms"])),
+         *budget("match_1000_per_calibration", "that process's calibration")),
         ("10,000 plans: match a new message by words and meaning, median / slowest of 20 messages",
          f"{large['match_ms']:.3f} / {large['match_max_ms']:.3f} ms",
-         *limit("match_10000_ms", large["match_max_ms"])),
-        ("meaning index built (model loaded, plans embedded): 1,000 / 10,000 plans, fresh process",
-         f"{small['meaning_index_ms']:,.0f} / {large['meaning_index_ms']:,.0f} ms", "reported", None),
+         *budget("match_10000_per_calibration", "that process's calibration")),
         ("10,000 plans: load to the first matched message (fresh process)", ms(large["first_match_ms"]),
          "reported", None),
+        ("meaning index built (model loaded, plans embedded): 1,000 / 10,000 plans, fresh process",
+         f"{small['meaning_index_ms']:,.0f} / {large['meaning_index_ms']:,.0f} ms", "reported", None),
         ("1,000 plans: every plan checked (the background thread after a load)", ms(small["settled_ms"]),
          "reported", None),
         ("1,000 plans: every plan checked up front (validate)", ms(r["library_1000_plans_load_ms"]),
          "reported", None),
         ("picture of a finished bug-fix run", pictures, "reported", None),
         ("DOT parse, 200 nodes / 250 edges (label and prompt per node)", ms(r["dot_parse_200_nodes_ms"]),
-         *limit("dot_parse_200_nodes_ms", r["dot_parse_200_nodes_ms"])),
+         *budget("dot_parse_200_nodes_per_calibration", "the calibration row, in CPU time")),
         ("state size after 10,000 passes of a looping plan", f"{r['state_bytes_after_10000_passes']:,} bytes",
          "bounded (< 64 kB)", r["state_bytes_after_10000_passes"] < 64_000),
         ("calibration: a fixed pure-Python workload (the machine's speed)", us(r["calibration_us"]),
@@ -766,19 +933,12 @@ def rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
 def readme_table(r: dict) -> str:
     """The README's figures, made from bench/results.json alone (a test checks the README shows them)."""
     m = r["machine"]
-    lines = [README_START, "",
-             f"Figures of `make bench` on {m['date']}: Python {m['python']}, {m['cpus']} CPUs, "
-             f"{r['per_pass_us']['passes']:,} measured passes.", "",
-             "| measure | figure | budget | met |", "|---|---|---|---|"]
-    met = {True: "yes", False: "**no**", None: "-"}
-    lines += [f"| {name.strip()} | {fig} | {target} | {met[ok]} |" for name, fig, target, ok in rows(r)]
-    return "\n".join(lines + ["", README_END])
+    return tables.markdown(README_START, README_END, f"Figures of `make bench` on {m['date']}: Python {m['python']}, "
+                           f"{m['cpus']} CPUs, {r['per_pass_us']['passes']:,} measured passes.", rows(r))
 
 
 def write_readme(r: dict) -> None:
-    text = README.read_text()
-    a, b = text.index(README_START), text.index(README_END) + len(README_END)
-    README.write_text(text[:a] + readme_table(r) + text[b:])
+    tables.replace_between(README, README_START, README_END, readme_table(r))
 
 
 def main() -> int:
@@ -802,26 +962,29 @@ def main() -> int:
             asyncio.run(main_driver.one_pass())
         parts = judged_pass_parts_us(main_driver)
         inside = in_pass_costs(n // 8)
-        no_result = no_result_pass_us(n // 4)
-        calibration.append(calibration_us())
-        new_message = new_message_pass_us(n // 4)
-        meaning_message = new_message_pass_us(n // 4, CHAT)
-        idle = idle_pass_us(n // 4)
-        calibration.append(calibration_us())
+        no_result, no_result_calibration = no_result_pass_us(n // 4)
+        new_message, new_message_calibration = new_message_pass_us(n // 4)
+        meaning_message, _ = new_message_pass_us(n // 4, CHAT)
+        idle, idle_calibration = idle_pass_us(n // 4)
         by_history = interleaved({str(h): Driver(h) for h in (100, 1000, 10000)}, n // 4)
         by_nodes = per_pass_by_nodes((10, 500, 5000), n // 4)
         profile = profile_summary(n // 10)
+        side = side_by_side(n // 4)
+        calibration.append(calibration_us())
         if picture is None:
             os.environ.pop("GRAPH_ENGINE_PICTURE")
         else:
             os.environ["GRAPH_ENGINE_PICTURE"] = picture
         pictures = picture_ms()
-        cold, import_ms = library_load_ms()
+        ending = ending_pass_us(n // 40)
+        cold_pass = cold_pass_us(n // 40)
+        look = library_look_us()
+        cold = library_load_ms()
         schema = schema_ms()
         libraries = library_rows()
         big = full_check_1000_ms()
         state_bytes = state_bytes_after(10_000)
-        dot_ms = dot_parse_ms()
+        dot_ms, dot_cpu_ms = dot_parse_ms()
     calibration.append(calibration_us())
     median = statistics.median(main_times)
     p99 = main_times[int(len(main_times) * 0.99) - 1]
@@ -833,18 +996,28 @@ def main() -> int:
         "new_message_pass_us": round(new_message, 2),
         "meaning_message_pass_us": round(meaning_message, 2),
         "match_10_ms": [round(v, 4) for v in shipped_match_ms()],
+        "calibration_beside_us": {"no_result": round(no_result_calibration, 2),
+                                  "new_message": round(new_message_calibration, 2),
+                                  "idle": round(idle_calibration, 2)},
         "activation_pass_us": {"median": round(statistics.median(starts), 2), "passes": len(starts)},
         "idle_pass_us": {"median": round(idle, 2)},
         "per_pass_us_by_history": {k: round(v, 2) for k, v in by_history.items()},
         "per_pass_us_by_nodes": {k: round(v, 2) for k, v in by_nodes.items()},
-        "library_load_ms": round(cold, 2),
-        "engine_import_ms": round(import_ms, 2),
+        "library_load_ms": round(cold["load_ms"], 2),
+        "library_load_cpu_ms": round(cold["load_cpu_ms"], 2),
+        "library_load_calibration_us": round(cold["calibration_us"], 2),
+        "engine_import_ms": round(cold["import_ms"], 2),
         "schema_ms": schema,
         "library_1000_plans_load_ms": round(big, 1),
         "library_1000": libraries["1000"],
         "library_10000": libraries["10000"],
+        "langgraph": side,
+        "ending_pass_us": {k: round(v, 2) for k, v in ending.items()},
+        "cold_pass_us": round(cold_pass, 2),
+        "library_look_us": round(look, 2),
         "picture_ms": pictures,
         "dot_parse_200_nodes_ms": round(dot_ms, 2),
+        "dot_parse_200_nodes_cpu_ms": round(dot_cpu_ms, 2),
         "state_bytes_after_10000_passes": state_bytes,
         "calibration_us": round(statistics.median(calibration), 2),
         "machine": {"python": platform.python_version(), "platform": platform.platform(),

@@ -30,7 +30,9 @@ def fresh_runtime(monkeypatch, tmp_path):
     monkeypatch.setenv("A0_ROOT", str(tmp_path / "a0"))
     monkeypatch.delenv("GRAPH_ENGINE_LIBRARY", raising=False)
     monkeypatch.delenv("GRAPH_ENGINE_PICTURE", raising=False)
+    monkeypatch.setattr(adapter, "DRAW_POLL", 0.005)  # the picture thread looks often: tests wait less
     yield
+    assert adapter.wait_for_display(), "a picture was still being drawn 30 s after the test"
     for rt in adapter._runtimes.values():  # a large library's background checks end with the test
         if rt.library.current is not None:
             rt.library.current.cancel()

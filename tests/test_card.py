@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import threading
 import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 from golden import text_files
 from scenario import IDLE, LEGACY, FixtureModel, message_for
 
-from graph_engine import adapter, render_graph, salute
+from graph_engine import adapter, card, render_graph, salute
 from graph_engine.tools import demo
 from graph_engine.tools.demo import cards, view
 from graph_engine.tools.standin import FIXTURES, LineLog, Reply, Session, cmd
@@ -219,6 +220,46 @@ def test_the_picture_is_written_beside_the_audit_log_and_named_by_the_card(proje
     words = " ".join(t.text or "" for t in ET.parse(picture).iter("{http://www.w3.org/2000/svg}text"))
     assert "the run ended here" in words and "× 2" in words  # the fix and its test ran twice
     assert "still failing (on_retry) × 1" in words
+
+
+def test_the_pass_that_ends_a_run_does_not_wait_for_its_picture(project, monkeypatch, no_graphviz):
+    """The picture is drawn off the loop: the last pass returns while it is drawn; the card names it once
+    it is written."""
+    release, real = threading.Event(), adapter.run_picture
+
+    def slow_drawing(plan, events):
+        assert release.wait(30)
+        return real(plan, events)
+
+    monkeypatch.setattr(adapter, "run_picture", slow_drawing)
+    s, replies = begin(project)
+    s.wait_for_display = False
+    play(s, replies)
+    assert s.agent._htn_last_run["status"] == "completed" and "picture" not in s.agent._htn_last_run
+    assert "Picture of the run" not in cards(s.log)[0].content
+    assert not adapter.wait_for_display(timeout=0.01)  # still drawing
+    release.set()
+    assert adapter.wait_for_display()
+    picture = Path(s.agent._htn_last_run["picture"])
+    assert picture.read_text().startswith("flowchart TD")
+    assert len(cards(s.log)) == 1 and cards(s.log)[0].content.endswith(f"Picture of the run: {picture}")
+
+
+def test_a_card_update_sends_only_what_changed(project):
+    """Agent-Zero's log masks every string it is given (an @extensible lookup each): a pass sends the card's
+    changed texts and pairs only, and the card shows the same as a full update would."""
+    s, replies = begin(project)
+    play(s, replies[:2])
+    item, sent = cards(s.log)[0], []
+    real_update = item.update
+    item.update = lambda **kwargs: (sent.append(kwargs), real_update(**kwargs))
+    s.run_pass(replies[2])
+    given = {k for k, v in sent[0].items() if v is not None and k != "type"}
+    assert len(sent) == 1 and "kvps" not in given and {"Step", "Done"} <= given
+    assert not given & {"Plan", "Run", "PACE level", "Status"}  # unchanged: not sent again
+    plan = next(iter(adapter._runtimes.values())).lookup(s.state["plan_id"], s.state["plan_version"])
+    heading, content, kvps = card.text(plan, s.state, "primary")
+    assert (item.heading, item.content, item.kvps) == (heading, content, kvps)
 
 
 def test_without_graphviz_the_picture_is_mermaid_text(project, no_graphviz):

@@ -336,3 +336,36 @@ def test_a_fault_in_the_background_thread_is_said_in_the_agents_log(tmp_path, mo
     said = cache.refresh()[1]
     assert len(said) == 1 and "checking the plans in the background stopped (MemoryError: no room)" in said[0]
     assert cat.best(request_text(normalise("fix the bug 3 in calc.py")), "bugfix", None) is not None  # still works
+
+
+DOT_PLAN = """digraph extra {
+    graph [goal="run the extra pipeline"]
+    start [shape=Mdiamond]
+    work [label="Work", prompt="do the work"]
+    exit [shape=Msquare]
+    start -> work -> exit
+}
+"""
+
+
+def test_the_library_folder_is_listed_again_only_when_it_changed(tmp_path, monkeypatch):
+    """The library is looked at on nearly every pass of the real loop: the folder's DOT files are listed
+    again when the folder's mtime moves (a file added, removed or renamed), not on every look."""
+    path = tmp_path / "lib" / "htn_plan_library.json"
+    path.parent.mkdir()
+    path.write_text(LIBRARY.read_text())
+    listings = []
+    real = catalogue.dot_files
+    monkeypatch.setattr(catalogue, "dot_files", lambda p: listings.append(p) or real(p))
+    old = time.time_ns() - 3600 * 10**9
+    os.utime(path.parent, ns=(old, old))  # changed long ago: not "recent"
+    cache = LibraryCache(str(path), recheck_seconds=0, background=False)
+    for _ in range(5):
+        cache.refresh()
+    assert len(listings) == 1
+    (path.parent / "extra.dot").write_text(DOT_PLAN)
+    os.utime(path.parent, ns=(old + 10**9, old + 10**9))  # the folder changed (still long ago)
+    library, _ = cache.refresh()
+    assert len(listings) == 2 and library.get("extra") is not None
+    cache.refresh()
+    assert len(listings) == 2

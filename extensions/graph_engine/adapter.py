@@ -6,9 +6,11 @@ one log line naming what failed and where, and the agent's loop goes on.
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import re
+import threading
 import time
 import traceback
 import uuid
@@ -483,7 +485,8 @@ def _apply(rt: Runtime, agent: Any, loop_data: Any, state: dict | None, fx: engi
         _report(rt, agent, fx.report)
     ended = fx.final_state
     if ended is not None and (state is None or ended.get("run_id") != state.get("run_id")):
-        _card(rt, agent, ended, _picture(rt, agent, ended))
+        _card(rt, agent, ended)
+        _draw_later(rt, agent, ended)
     if state is not None:
         _card(rt, agent, state)
     extras = getattr(loop_data, "extras_temporary", None)
@@ -624,6 +627,7 @@ def _card(rt: Runtime, agent: Any, state: dict, picture: str = "", search: bool 
     if shown is False:
         return
     run_id = state.get("run_id", "")
+    picture = picture or state.get("picture", "")
     pace = getattr(agent, PACE_ATTR, "")
     signature = (state.get("seq"), state.get("status"), pace if isinstance(pace, str) else "", picture)
     same_run = isinstance(shown, list) and len(shown) == 3 and shown[0] == run_id
@@ -639,9 +643,11 @@ def _card(rt: Runtime, agent: Any, state: dict, picture: str = "", search: bool 
         item = None  # a run started in this process: a new card
     try:
         if item is not None and _still_logged(agent, item):
-            item.update(type="info", heading=heading, content=content, kvps=kvps)
+            _update_card(item, heading, content, kvps, shown[3] if same_run and len(shown) > 3 else None)
         else:
             item = agent.context.log.log(type="info", heading=heading, content=content, kvps=kvps)
+            if picture_setting() != "off":
+                _display.start()  # the run's picture will need it: started now, not in the pass that ends it
         if not callable(getattr(item, "update", None)):
             raise TypeError(f"log() returned {type(item).__name__}, which has no update method")
     except Exception as exc:  # noqa: BLE001 - a log API of another shape: no card, the loop goes on
@@ -650,7 +656,20 @@ def _card(rt: Runtime, agent: Any, state: dict, picture: str = "", search: bool 
                                f"one expected ({type(exc).__name__}: {exc}); the workflow goes on and its log "
                                "lines are still written")
         return
-    setattr(agent, CARD_ATTR, [run_id, item, signature])
+    setattr(agent, CARD_ATTR, [run_id, item, signature, (heading, content, kvps)])
+
+
+def _update_card(item: Any, heading: str, content: str, kvps: dict, sent: tuple | None) -> None:
+    """Update the card with what changed since ``sent`` (what this process last gave it): Agent-Zero's log
+    masks every string it is given for secrets, each through an ``@extensible`` lookup (about 10 µs each in
+    the real loop), so unchanged texts and key-value pairs are not sent again (pairs given as keywords are
+    merged into the item's table, in both Agent-Zero layouts)."""
+    if sent is None or set(sent[2]) != set(kvps):
+        item.update(type="info", heading=heading, content=content, kvps=kvps)
+        return
+    changed = {k: v for k, v in kvps.items() if sent[2][k] != v}
+    item.update(type="info", heading=None if heading == sent[0] else heading,
+                content=None if content == sent[1] else content, **changed)
 
 
 def _still_logged(agent: Any, item: Any) -> bool:
@@ -673,18 +692,99 @@ def _logged_card(agent: Any, run_id: str) -> Any:
     return None
 
 
-def _picture(rt: Runtime, agent: Any, state: dict) -> str:
-    """The picture of an ended run beside its audit log; its path, or '' when it cannot be written."""
+DRAW_POLL = 0.05  # seconds between two looks of the drawing thread at its list of pictures to draw
+
+
+class _Display:
+    """One background thread that draws the pictures of ended runs, in order: Graphviz takes tens of
+    milliseconds, and the pass that ends a run does not wait for it.  The pass only appends to a list; the
+    thread looks at it every DRAW_POLL seconds and takes a picture at least DRAW_POLL seconds old, so that no
+    pass wakes it: a thread woken mid-pass takes the interpreter from the loop (1-5 ms a pass measured in the
+    real loop on a busy machine, when the card's updates went to a woken thread; they stay in the pass)."""
+
+    def __init__(self) -> None:
+        self.jobs: collections.deque = collections.deque()
+        self.pending = 0  # appended and not yet done
+        self.thread: threading.Thread | None = None
+        self.lock = threading.Lock()
+
+    def start(self) -> None:
+        """Start the thread when it is not running (starting one waits for it: 1-10 ms on a busy machine, so
+        the pass that makes a run's card starts it, not the pass that ends the run)."""
+        with self.lock:
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self._work, name="graph-engine display", daemon=True)
+                self.thread.start()
+
+    def submit(self, job: Any, *args: Any) -> None:
+        with self.lock:
+            self.pending += 1
+            self.jobs.append((time.monotonic(), job, args))
+        self.start()
+
+    def _work(self) -> None:
+        while True:
+            time.sleep(DRAW_POLL)
+            while self.jobs and time.monotonic() - self.jobs[0][0] >= DRAW_POLL:
+                _, job, args = self.jobs.popleft()
+                try:
+                    job(*args)
+                except Exception:  # noqa: BLE001 - each job logs its own failures; the thread goes on
+                    pass
+                finally:
+                    with self.lock:
+                        self.pending -= 1
+
+    def wait(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while self.pending and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return not self.pending
+
+
+_display = _Display()
+
+
+def wait_for_display(timeout: float = 30.0) -> bool:
+    """Wait until the pictures handed to the display thread are written and named on their cards (tests, and
+    a process about to exit); False when some are still pending after ``timeout`` seconds."""
+    return _display.wait(timeout)
+
+
+def _draw_later(rt: Runtime, agent: Any, state: dict) -> None:
+    """Draw the picture of an ended run off the loop: Graphviz takes tens of milliseconds, and the pass that
+    ends a run does not wait for it.  When the picture is written, the run's card names it."""
     plan = rt.lookup(state.get("plan_id", ""), state.get("plan_version", ""))
     if plan is None or not state.get("run_id") or picture_setting() == "off":
-        return ""
+        return
+    shown = getattr(agent, CARD_ATTR, None)
+    item = shown[1] if isinstance(shown, list) and shown[0] == state["run_id"] else None
+    _display.submit(_draw, rt, agent, plan, state, list(state.get("events") or ()), item)
+
+
+def _draw(rt: Runtime, agent: Any, plan: Plan, state: dict, events: list[dict], item: Any) -> None:
+    """The drawing thread: write the picture, then name it on the run's card.  Never raises."""
+    try:
+        path = _picture(rt, agent, plan, state, events)
+        if path and item is not None and _still_logged(agent, item):
+            pace = getattr(agent, PACE_ATTR, "")
+            heading, content, kvps = card.text(plan, state, pace if isinstance(pace, str) else "", path)
+            item.update(type="info", heading=heading, content=content, kvps=kvps)
+    except Exception as exc:  # noqa: BLE001 - a thread's failure is one log line, never a crash
+        _log_once(rt, agent, "warning", f"[HTN] Picture of the run {state.get('run_id')} not drawn "
+                                        f"({type(exc).__name__}: {exc}); `graph-engine render --trace` draws it "
+                                        "from the audit log", key=f"picture-thread:{type(exc).__name__}")
+
+
+def _picture(rt: Runtime, agent: Any, plan: Plan, state: dict, events: list[dict]) -> str:
+    """The picture of an ended run beside its audit log; its path, or '' when it cannot be written."""
     log_path = rt.audit.path(_chat_id(agent), state["run_id"])
-    events = _run_events(log_path, state)
+    events = _run_events(log_path, events)
     try:
         suffix, text = run_picture(plan, events)
         path = log_path[: -len(".jsonl")] + suffix
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.tmp{os.getpid()}"
+        tmp = f"{path}.tmp{os.getpid()}.{threading.get_ident()}"
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, path)
@@ -697,15 +797,15 @@ def _picture(rt: Runtime, agent: Any, state: dict) -> str:
     return path
 
 
-def _run_events(log_path: str, state: dict) -> list[dict]:
-    """The run's events: its audit log (every line), then those of the state's that are newer."""
+def _run_events(log_path: str, newest: list[dict]) -> list[dict]:
+    """The run's events: its audit log (every line), then those of the state's (``newest``) that are newer."""
     events: list[dict] = []
     try:
         events = list(read_lines(log_path))
     except ValueError:  # no log yet, or not a regular file
         pass
     seen = max((e.get("seq", 0) for e in events if isinstance(e.get("seq"), int)), default=0)
-    return events + [e for e in state.get("events") or () if isinstance(e.get("seq"), int) and e["seq"] > seen]
+    return events + [e for e in newest if isinstance(e.get("seq"), int) and e["seq"] > seen]
 
 
 def _chat_id(agent: Any) -> str:

@@ -470,9 +470,29 @@ def common_suffix(a: str, b: str, prefix: int) -> int:
 # ── the library file, re-read when it changes ──────────────────────────────
 
 
+_DOT_LISTS: dict[str, tuple[int, list[str]]] = {}  # folder -> (its mtime when listed, its DOT files)
+DOT_LIST_FRESH_NS = 2_000_000_000  # a folder changed this recently is listed again (coarse file-system clocks)
+
+
+def _dot_files_listed(path: str) -> list[str]:
+    """The DOT files beside the library, the folder listed again only when its mtime changed (a file added,
+    removed or renamed), or changed so recently that a coarse clock could hide a second change: in the real
+    loop the library is looked at on nearly every pass (passes are seconds apart), and a listing of the
+    extension folder cost 1-3 ms on a busy machine, two `stat`s a few microseconds."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        mtime = os.stat(folder).st_mtime_ns
+    except OSError:
+        return dot_files(path)
+    seen = _DOT_LISTS.get(folder)
+    if seen is None or seen[0] != mtime or time.time_ns() - mtime < DOT_LIST_FRESH_NS:
+        seen = _DOT_LISTS[folder] = (mtime, dot_files(path))
+    return seen[1]
+
+
 def _dot_stamp(path: str) -> tuple:
     out = []
-    for f in dot_files(path):
+    for f in _dot_files_listed(path):
         try:
             st = os.stat(f)
         except OSError:

@@ -24,7 +24,7 @@ SHAPE = {"start": "oval", "exit": "box", "task": "box", "decision": "diamond", "
 FILL = {"start": "#eeeeee", "exit": "#d9f2d9", "escalate": "#f8d7da", "decision": "#fff3cd", "human": "#e2d9f3"}
 RUN = "#1f6feb"
 FINAL = "#0b3d91"
-DOT_SECONDS = 1.0  # a run's end waits at most this long for Graphviz (the shipped plans take 20-60 ms)
+DOT_SECONDS = 1.0  # the drawing thread waits at most this long for Graphviz (the shipped plans take 20-60 ms)
 DOT_MAX_NODES = 40  # above it Graphviz's layout time grows steeply (a 60-node chain with a shared escalation: 3 s)
 PICTURE_SETTINGS = ("auto", "mermaid", "off")
 ENDINGS = ("plan_completed", "plan_escalated", "plan_expired", "plan_ended", "plan_aborted", "plan_withdrawn")
@@ -70,7 +70,7 @@ def picture_setting() -> str:
 def run_picture(plan: Plan, events: list[dict[str, Any]]) -> tuple[str, str]:
     """(file suffix, text) of a run's picture: SVG drawn by Graphviz when ``dot`` is installed and draws it
     (and GRAPH_ENGINE_PICTURE is not ``mermaid``) for a plan of at most DOT_MAX_NODES nodes within
-    DOT_SECONDS, else mermaid text (any mermaid viewer draws it): a run's end never waits long."""
+    DOT_SECONDS, else mermaid text (any mermaid viewer draws it): a picture is never long in coming."""
     raw, highlight = drawable(plan), trace_counts(events)
     small = len(plan.nodes) <= DOT_MAX_NODES
     dot = shutil.which("dot") if small and picture_setting() == "auto" else None

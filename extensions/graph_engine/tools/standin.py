@@ -14,9 +14,14 @@ It reproduces what the engine depends on (CONTRACT.md sections 1-5):
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import copy
 import importlib.util
 import json
+import os
 import sys
+import threading
+import time
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,47 +97,135 @@ def load_extension_class(path: Path) -> type:
 # ── agent, log, loop data ───────────────────────────────────────────────────
 
 
+class _SecretsManager:
+    """What Agent-Zero's log asks about every string it shows: the chat's secrets, to mask them."""
+
+    def __init__(self) -> None:
+        self.secrets: dict[str, str] = {}  # none configured: the common case
+
+    def mask_values(self, text: str) -> str:
+        for key, value in sorted(self.secrets.items(), key=lambda kv: len(kv[1]), reverse=True):
+            text = text.replace(value, f"§§secret({key})")
+        return text
+
+
+_SECRETS: dict[tuple[str, ...], _SecretsManager] = {}
+_EXTENSION_CLASSES: dict[tuple[Any, str], list] = {}  # Agent-Zero caches each extension point's classes
+_CACHE_LOCK = threading.RLock()
+_CURRENT_CONTEXT: contextvars.ContextVar[Any] = contextvars.ContextVar("current_context", default=None)
+
+
+def _extension_point(agent: Any, point: str, data: dict) -> None:
+    """An extension point Agent-Zero calls around an ``@extensible`` function: its debug switch read, its
+    classes looked up in a locked cache (the entry's time touched), each run with the call's data."""
+    int(os.getenv("EXTENSIONS_LOG", "0"))
+    with _CACHE_LOCK:
+        entry = _EXTENSION_CLASSES.setdefault((agent, point), [[], 0.0])
+        entry[1] = time.time()
+    for cls in entry[0]:
+        cls(agent=agent).execute(data=data)
+
+
+def _extensible(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Agent-Zero's ``@extensible`` (helpers/extension.py): on every call, the extension points' paths made
+    from the function's module and qualified name, the agent looked for in the arguments, the points called
+    before and after the function."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        parts = [p for p in func.__module__.split(".") if p] + [p for p in func.__qualname__.split(".") if p]
+        base = os.path.join("_functions", *parts)
+        agent = next((a for a in args if isinstance(a, Agent)), kwargs.get("agent"))
+        data = {"args": args, "kwargs": kwargs, "result": None, "exception": None}
+        _extension_point(agent, os.path.join(base, "start"), data)
+        data["result"] = func(*args, **kwargs)
+        _extension_point(agent, os.path.join(base, "end"), data)
+        return data["result"]
+    return call
+
+
+@_extensible
+def secrets_manager(context: Any) -> _SecretsManager:
+    """Agent-Zero's ``get_secrets_manager`` (helpers/secrets.py): the chat's project looked up, one manager
+    per set of secrets files."""
+    context = context or _CURRENT_CONTEXT.get()
+    files = ["usr/secrets.env"]
+    project = getattr(context, "project", "") if context is not None else ""
+    if project:
+        files.append(os.path.join("usr", "projects", project, "secrets.env"))
+    return _SECRETS.setdefault(tuple(files), _SecretsManager())
+
+
+def _masked(value: Any, context: Any) -> Any:
+    """Agent-Zero's log masks every string it stores, recursively (helpers/log.py ``_mask_recursive``): one
+    secrets-manager lookup per string, per dict and per list."""
+    manager = secrets_manager(context)
+    if isinstance(value, str):
+        return manager.mask_values(value)
+    if isinstance(value, dict):
+        return {k: _masked(v, context) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_masked(v, context) for v in value]
+    return value
+
+
 class LogItem:
     """Agent-Zero's log item (helpers/log.py, python/helpers/log.py): a numbered entry the UI shows, changed in
     place through ``update`` while the log it belongs to was not reset."""
 
-    def __init__(self, log: "Log", no: int, type: str, heading: str, content: str, kvps: Any) -> None:
+    def __init__(self, log: "Log", no: int, type: str) -> None:
         self.log, self.no, self.guid = log, no, log.guid
-        self.type, self.heading, self.content = type, heading, content
-        self.kvps = dict(kvps or {})
+        self.type, self.heading, self.content = type, "", ""
+        self.kvps: dict[str, Any] = {}
 
     def update(self, type: str | None = None, heading: str | None = None, content: str | None = None,
                kvps: Any = None, **kwargs: Any) -> None:
         if self.guid != self.log.guid:
             return  # the log was reset: Agent-Zero drops the update
-        self.type = type if type is not None else self.type
-        self.heading = heading if heading is not None else self.heading
-        self.content = content if content is not None else self.content
-        if kvps is not None:
-            self.kvps = dict(kvps)
-        self.kvps.update(kwargs)
-        self.log.updates.append(self.no)
+        self.log._update(self, type, heading, content, kvps, kwargs)
 
 
 class Log:
+    """Agent-Zero's log, with the work it does for each ``log()`` and ``update()`` (v1.7 helpers/log.py): under
+    a lock, every string masked for secrets (``_masked``), the key-value pairs deep-copied, the change counted
+    in ``updates`` (what the web UI polls)."""
+
     def __init__(self) -> None:
         self.guid = "log-1"
         self.logs: list[LogItem] = []
         self.updates: list[int] = []  # item numbers, once per log() and per update(), as Agent-Zero counts
+        self.context: Any = None
+        self._lock = threading.RLock()
 
     def log(self, type: str = "info", heading: str = "", content: str = "", kvps: Any = None,
             **kwargs: Any) -> LogItem:
-        item = LogItem(self, len(self.logs), type, heading or "", content or "", dict(kvps or {}, **kwargs))
-        self.logs.append(item)
-        self.updates.append(item.no)
+        with self._lock:
+            item = LogItem(self, len(self.logs), type)
+            self.logs.append(item)
+        self._update(item, type, heading or "", content or "", dict(kvps or {}), kwargs)
         return item
+
+    def _update(self, item: LogItem, type: str | None, heading: str | None, content: str | None, kvps: Any,
+                extra: dict[str, Any]) -> None:
+        heading = _masked(heading, self.context)[:120] if heading is not None else None
+        content = _masked(content, self.context) if content is not None else None
+        kvps = _masked(copy.deepcopy(dict(kvps)), self.context) if kvps is not None else None
+        extra = _masked(copy.deepcopy(extra), self.context) if extra else {}
+        with self._lock:
+            item.type = type if type is not None else item.type
+            item.heading = heading if heading is not None else item.heading
+            item.content = content if content is not None else item.content
+            if kvps is not None:
+                item.kvps = kvps
+            item.kvps.update(extra)
+            self.updates.append(item.no)
 
     def restored(self) -> "Log":
         """The log as Agent-Zero rebuilds it from chat.json: new items numbered in order, with their kvps."""
         log = type(self)()
         log.guid = self.guid
         for i, old in enumerate(self.logs):
-            log.logs.append(LogItem(log, i, old.type, old.heading, old.content, json.loads(json.dumps(old.kvps))))
+            item = LogItem(log, i, old.type)
+            item.heading, item.content, item.kvps = old.heading, old.content, json.loads(json.dumps(old.kvps))
+            log.logs.append(item)
             log.updates.append(i)
         return log
 
@@ -285,8 +378,9 @@ class Session:
 
     def __init__(self, *, companion: bool = True, selector: bool = True, layout: str = "new",
                  agent: Agent | None = None, bst: BeliefStateTracker | None = None,
-                 allowed_plans: Any = "unset") -> None:
+                 allowed_plans: Any = "unset", wait_for_display: bool = True) -> None:
         install_framework(layout)
+        self.wait_for_display = wait_for_display  # each pass ends when the pictures it started are drawn
         self.layout = layout
         self.agent = agent or Agent()
         self.bst = bst or BeliefStateTracker()
@@ -332,6 +426,9 @@ class Session:
         if intervention:
             self.history.append({"ai": False, "content": {"user_intervention": intervention}})
             self.monologue_open = True
+        adapter = sys.modules.get("graph_engine.adapter")
+        if self.wait_for_display and adapter is not None:
+            adapter.wait_for_display()  # drawn off the loop: waited for here, so that tests see them
         self.saved = self._saved_data()  # message_loop_end: Agent-Zero saves the chat at the end of a pass
         state = getattr(self.agent, "_htn_state", None)
         record = PassRecord(loop.iteration, prompt_extras, reply, json.loads(json.dumps(state)) if state else None)
@@ -372,7 +469,8 @@ class Session:
         if adapter is not None:
             adapter._runtimes.clear()  # module-level caches do not survive a new process
         new = Session(companion=bool(self.prompts_after), selector=bool(self.before_main), layout=self.layout,
-                      agent=agent, bst=self.bst, allowed_plans=self.allowed_plans)
+                      agent=agent, bst=self.bst, allowed_plans=self.allowed_plans,
+                      wait_for_display=self.wait_for_display)
         new.history = json.loads(json.dumps(self.history))
         return new
 
