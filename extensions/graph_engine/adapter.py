@@ -47,7 +47,7 @@ MAX_ITERATION = 10 ** 9
 SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 ENDED = tuple(x for x in STATUSES if x != "active")
 CONTROL_ATTR = "_graph_engine_control"  # the message (observation's message_id) last taken as a user's control
-CARD_ATTR = "_graph_engine_card"  # [run id, log item, what it shows] of the run's card; False: cards are off
+CARD_ATTR = "_graph_engine_card"  # [run id, log item, what it shows, the heading, content and kvps sent] of the run's card; False: cards are off
 
 
 class Runtime:
@@ -630,7 +630,7 @@ def _card(rt: Runtime, agent: Any, state: dict, picture: str = "", search: bool 
     picture = picture or state.get("picture", "")
     pace = getattr(agent, PACE_ATTR, "")
     signature = (state.get("seq"), state.get("status"), pace if isinstance(pace, str) else "", picture)
-    same_run = isinstance(shown, list) and len(shown) == 3 and shown[0] == run_id
+    same_run = isinstance(shown, list) and len(shown) == 4 and shown[0] == run_id
     if same_run and shown[2] == signature and _still_logged(agent, shown[1]):
         return  # nothing changed: nothing to do
     plan = rt.lookup(state.get("plan_id", ""), state.get("plan_version", ""))
@@ -643,7 +643,7 @@ def _card(rt: Runtime, agent: Any, state: dict, picture: str = "", search: bool 
         item = None  # a run started in this process: a new card
     try:
         if item is not None and _still_logged(agent, item):
-            _update_card(item, heading, content, kvps, shown[3] if same_run and len(shown) > 3 else None)
+            _update_card(item, heading, content, kvps, shown[3] if same_run else None)
         else:
             item = agent.context.log.log(type="info", heading=heading, content=content, kvps=kvps)
             if picture_setting() != "off":
