@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from graph_engine.tools.standin import FIXTURES, ROOT
+from graph_engine.tools.standin import FIXTURES, ROOT, SELECTOR
 
 SCRIPT = ROOT / "install_graph_engine.sh"
 BASE = "class Extension:\n    def __init__(self, agent=None, **kwargs):\n        self.agent = agent\n"
@@ -88,8 +88,7 @@ def test_old_layout_with_the_linear_selector_install_again_and_uninstall(tmp_pat
     assert r.returncode == 0, r.stdout + r.stderr
     assert "v0.9.x layout; installing into python/extensions/" in r.stdout
     hook = root / "python" / "extensions" / "before_main_llm_call"
-    assert (hook / "_15_htn_plan_selector.py").read_bytes() == \
-        (ROOT / "extensions" / "before_main_llm_call" / "_15_htn_plan_selector.py").read_bytes()
+    assert (hook / "_15_htn_plan_selector.py").read_bytes() == SELECTOR.read_bytes()
     assert (root / "python" / "extensions" / "message_loop_prompts_after" / "_75_graph_workflow_context.py").is_file()
     installed = root / "python" / "extensions" / "graph_engine"
     runtime = ROOT / "extensions" / "graph_engine"

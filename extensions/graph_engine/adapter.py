@@ -70,7 +70,7 @@ def locate_library(ext_file: str) -> str:
         return env
     here = Path(ext_file).resolve().parent
     for candidate in (here / LIBRARY_NAME, here.parent / "before_main_llm_call" / LIBRARY_NAME,
-                      here.parent.parent / "plan_library" / LIBRARY_NAME):
+                      here.parents[2] / "plan_library" / LIBRARY_NAME):  # the repository, or the plugin's root
         if candidate.is_file():
             return str(candidate)
     return str(here.parent / "before_main_llm_call" / LIBRARY_NAME)

@@ -36,6 +36,7 @@ from graph_engine.tools.user_plans import SHIPPED_BESIDE, Merged, merge, read_pl
 
 SRC = Path(__file__).resolve().parents[3]  # the repository
 PACKAGE = SRC / "extensions" / "graph_engine"  # the runtime: its own modules, not its tools/ subpackage
+SRC_HOOKS = SRC / "extensions" / "python"  # the two extension files, in the v1.x layout
 SELECTOR = "_15_htn_plan_selector.py"
 COMPANION = "_75_graph_workflow_context.py"
 LIBRARY = "htn_plan_library.json"
@@ -151,11 +152,11 @@ def competing_selectors(layout: Layout) -> list[Path]:
 def payload(layout: Layout, merged: Merged) -> dict[str, bytes]:
     ext = layout.ext_root
     files = {
-        ext / "before_main_llm_call" / SELECTOR: (SRC / "extensions" / "before_main_llm_call" / SELECTOR).read_bytes(),
+        ext / "before_main_llm_call" / SELECTOR: (SRC_HOOKS / "before_main_llm_call" / SELECTOR).read_bytes(),
         ext / "before_main_llm_call" / LIBRARY: merged.data,
         ext / "before_main_llm_call" / SCHEMA: (SRC / "plan_library" / SCHEMA).read_bytes(),
         ext / "message_loop_prompts_after" / COMPANION:
-            (SRC / "extensions" / "message_loop_prompts_after" / COMPANION).read_bytes(),
+            (SRC_HOOKS / "message_loop_prompts_after" / COMPANION).read_bytes(),
     }
     for py in sorted(PACKAGE.glob("*.py")):  # the package folder's modules; tools/ stays out of Agent-Zero
         files[ext / "graph_engine" / py.name] = py.read_bytes()

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-EXT_DIR = Path(__file__).resolve().parent.parent.parent  # extensions/
-ROOT = EXT_DIR.parent
+ROOT = Path(__file__).resolve().parents[3]  # the repository (and the plugin's root)
+EXT_DIR = ROOT / "extensions" / "python"  # the hook folders, as Agent-Zero v1.x lays them out
 SELECTOR = EXT_DIR / "before_main_llm_call" / "_15_htn_plan_selector.py"
 COMPANION = EXT_DIR / "message_loop_prompts_after" / "_75_graph_workflow_context.py"
 LIBRARY = ROOT / "plan_library" / "htn_plan_library.json"
