@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import card, engine, render
+from . import card, engine, render, settings
 from .audit import AuditLog, read_lines, runs_dir
 from .catalogue import LibraryCache
 from .history import CallOutput, new_intervention, newest_call_output, reply_before_user_message, user_words
@@ -76,20 +76,26 @@ def locate_library(ext_file: str) -> str:
     return str(here.parent / "before_main_llm_call" / LIBRARY_NAME)
 
 
-def runtime_for(ext_file: str) -> Runtime:
-    rt = _runtimes.get(ext_file)
+def runtime_for(ext_file: str, cfg: settings.Settings = settings.DEFAULTS) -> Runtime:
+    """The runtime of the library these settings select: the environment's, the chat's project's, the
+    plugin setting's, else the one beside the extension files (one runtime per library and plan limit)."""
+    path = (os.environ.get("GRAPH_ENGINE_LIBRARY") or cfg.project_library or cfg.library_path
+            or locate_library(ext_file))
+    key = f"{path}|{cfg.max_plans}"
+    rt = _runtimes.get(key)
     if rt is None:
-        path = locate_library(ext_file)
-        rt = next((r for r in _runtimes.values() if r.library.path == path), None)
-        rt = rt or Runtime(path, os.environ.get("A0_ROOT", "/a0"))
-        _runtimes[ext_file] = rt
+        rt = _runtimes[key] = Runtime(path, os.environ.get("A0_ROOT", "/a0"))
     return rt
 
 
 def run_hook(agent: Any, loop_data: Any, hook: str, ext_file: str, runtime: Runtime | None = None) -> None:
     """One hook call from an extension file.  Never raises."""
-    rt = runtime or runtime_for(ext_file)
+    cfg = settings.read(agent)
+    token = settings.ACTIVE.set(cfg)
+    rt = runtime or runtime_for(ext_file, cfg)
     try:
+        for line in cfg.problems:
+            _log_once(rt, agent, "warning", line)
         _run(rt, agent, loop_data, hook)
     except Exception as exc:  # noqa: BLE001 - the agent's loop must go on
         frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
@@ -97,6 +103,8 @@ def run_hook(agent: Any, loop_data: Any, hook: str, ext_file: str, runtime: Runt
         _log_once(rt, agent, "error", f"[HTN] Workflow engine error ({type(exc).__name__} at {where}: {exc}); "
                                       "the engine skipped this hook call, the agent continues. Please report it.",
                   key=f"{type(exc).__name__}:{where}:{exc}")
+    finally:
+        settings.ACTIVE.reset(token)
 
 
 def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
@@ -533,7 +541,7 @@ def _card(rt: Runtime, agent: Any, state: dict, picture: str = "", search: bool 
     """Create the run's card, or update it in place when what it shows changed; a log without Agent-Zero's
     item API turns cards off with one warning.  ``search``: the card may be one restored with the chat's log."""
     shown = getattr(agent, CARD_ATTR, None)
-    if shown is False:
+    if shown is False or not settings.active("card"):
         return
     run_id = state.get("run_id", "")
     pace = getattr(agent, PACE_ATTR, "")

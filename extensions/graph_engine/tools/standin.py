@@ -59,7 +59,8 @@ def shipped_copies(copies: int) -> dict[str, Any]:
 
 def install_framework(layout: str = "new") -> None:
     """Make ``helpers.extension`` (new) or ``python.helpers.extension`` (old) importable, not both."""
-    for name in ("helpers", "helpers.extension", "python", "python.helpers", "python.helpers.extension"):
+    for name in ("helpers", "helpers.extension", "helpers.plugins", "helpers.projects", "python", "python.helpers",
+                 "python.helpers.extension"):
         sys.modules.pop(name, None)
     module = types.ModuleType("extension")
     module.Extension = Extension
@@ -86,6 +87,58 @@ def load_extension_class(path: Path) -> type:
     if len(classes) != 1:
         raise AssertionError(f"{path.name}: expected exactly one Extension subclass, found {classes}")
     return sorted(classes, key=lambda c: c.__name__)[-1]
+
+
+def flat_yaml(text: str) -> dict[str, Any]:
+    """A flat ``key: value  # comment`` YAML document (what ``default_config.yaml`` holds)."""
+    out: dict[str, Any] = {}
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#") or ":" not in line:
+            continue
+        key, value = line.split(":", 1)
+        value = value.strip()
+        if value.startswith('"'):
+            value = value[1:value.index('"', 1)]
+        else:
+            value = value.split(" #", 1)[0].strip()
+            value = {"true": True, "false": False}.get(value, int(value) if value.isdigit() else value)
+        out[key.strip()] = value
+    return out
+
+
+def install_plugin_helpers(a0_root: Path) -> None:
+    """Agent-Zero v1.x's ``helpers.plugins.get_plugin_config`` and ``helpers.projects`` for a tree at
+    ``a0_root`` (CONTRACT.md section 9): a plugin's config is the first of the project's agent-profile
+    ``config.json``, the project's, the agent profile's, the plugin's own, else its ``default_config.yaml``;
+    a chat's project is its context's ``project`` data, its folder ``usr/projects/<name>``.  Call it after
+    ``Session()`` (which sets up the framework's modules afresh)."""
+    plugins, projects = types.ModuleType("helpers.plugins"), types.ModuleType("helpers.projects")
+
+    def get_project_folder(name: str) -> str:
+        return str(a0_root / "usr" / "projects" / name)
+
+    def get_context_project_name(context: Any) -> str | None:
+        return context.get_data("project")
+
+    def get_plugin_config(name: str, agent: Any = None) -> dict[str, Any] | None:
+        project = get_context_project_name(agent.context) if agent is not None else None
+        profile = getattr(getattr(agent, "config", None), "profile", "") or ""
+        places = []
+        if project:
+            meta = Path(get_project_folder(project)) / ".a0proj"
+            places += [meta / "agents" / profile / "plugins" / name] if profile else []
+            places += [meta / "plugins" / name]
+        places += [a0_root / "usr" / "agents" / profile / "plugins" / name] if profile else []
+        places += [a0_root / "usr" / "plugins" / name]
+        for place in places:
+            if (place / "config.json").is_file():
+                return json.loads((place / "config.json").read_text())
+        default = a0_root / "usr" / "plugins" / name / "default_config.yaml"
+        return flat_yaml(default.read_text()) if default.is_file() else None
+
+    plugins.get_plugin_config = get_plugin_config
+    projects.get_project_folder, projects.get_context_project_name = get_project_folder, get_context_project_name
+    sys.modules.update({"helpers.plugins": plugins, "helpers.projects": projects})
 
 
 # ── agent, log, loop data ───────────────────────────────────────────────────
@@ -159,6 +212,10 @@ class Context:
     def __init__(self, ctx_id: str = "IDrobAgr") -> None:
         self.id = ctx_id
         self.log = Log()
+        self.data: dict[str, Any] = {}  # the chat's data: "project" is the project it is in (v1.x)
+
+    def get_data(self, key: str) -> Any:
+        return self.data.get(key)
 
 
 class Agent:
