@@ -139,3 +139,174 @@ def test_the_picture_and_plan_limit_settings_reach_the_engine(a0, monkeypatch):
 def test_without_agent_zeros_plugin_helpers_the_defaults_apply():
     s = Session()
     assert settings.read(s.agent) == settings.DEFAULTS
+
+
+# ── installed through the Plugins dialog (the stand-in keeps v1.7's installer rules) ─
+
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+from test_install import LEGACY_SELECTOR, MY_LINEAR, make_tree, manifest, run, snapshot  # noqa: E402
+
+from graph_engine.tools import installer  # noqa: E402
+from graph_engine.tools.standin import (Reply, install_plugin_git, install_plugin_zip,  # noqa: E402
+                                        load_extension_class, terminal, uninstall_plugin)
+
+LEGACY = "usr/extensions/python/before_main_llm_call/_15_htn_plan_selector.py"
+
+
+@pytest.fixture
+def own_modules():
+    """hooks.py imports the plugin folder's own copy of graph_engine (as it must inside Agent-Zero): the test
+    process gets the repository's back afterwards."""
+    def ours():
+        return {n: m for n, m in sys.modules.items() if n == "graph_engine" or n.startswith("graph_engine.")}
+    saved = ours()
+    yield
+    for name in ours():
+        del sys.modules[name]
+    sys.modules.update(saved)
+
+
+@pytest.fixture
+def plugin_zip(tmp_path_factory):
+    return installer.build_zip(tmp_path_factory.mktemp("dist"))
+
+
+def legacy_tree(tmp_path: Path) -> Path:
+    """A v1.x tree whose usr/extensions holds a linear selector with a plan of the user's in its library."""
+    root = make_tree(tmp_path, "new", legacy="usr")
+    (root / "usr" / "plugins").mkdir(exist_ok=True)  # a v1.x tree has it
+    library = root / "usr/extensions/python/before_main_llm_call/htn_plan_library.json"
+    data = json.loads(library.read_text())
+    data["plans"]["my_linear"] = MY_LINEAR
+    library.write_text(json.dumps(data))
+    return root
+
+
+def test_make_plugin_builds_the_zip_of_what_runs_inside_agent_zero_and_prints_its_path(tmp_path):
+    r = subprocess.run(["make", "-s", "plugin", f"PYTHON={sys.executable}"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    path = Path(r.stdout.strip())
+    assert r.returncode == 0 and path == ROOT / "dist" / f"{PLUGIN}-{__version__}.zip" and path.is_file()
+    import zipfile
+    names = zipfile.ZipFile(path).namelist()
+    assert all(n.startswith(f"{PLUGIN}/") for n in names)
+    tops = {n.split("/")[1] for n in names}
+    assert tops == {"plugin.yaml", "hooks.py", "execute.py", "default_config.yaml", "LICENSE", "README.md", "webui",
+                    "extensions", "plan_library"}
+    assert not [n for n in names if "__pycache__" in n or "/tests/" in n or "/fixtures/" in n]
+    assert installer.build_zip(tmp_path).read_bytes() == path.read_bytes()  # the same sources, the same bytes
+
+
+def test_the_zip_installs_takes_over_the_linear_selector_runs_the_users_plan_and_deletes_cleanly(
+        tmp_path, plugin_zip, own_modules):
+    root = legacy_tree(tmp_path)
+    before = snapshot(root)
+    assert install_plugin_zip(root, plugin_zip) == PLUGIN
+    plugin = root / "usr" / "plugins" / PLUGIN
+    assert not (root / LEGACY).exists()  # it would outrank the plugin's selector of the same name
+    record = manifest(root)
+    assert record["form"] == "dialog" and record["plugin"] == f"usr/plugins/{PLUGIN}"
+    backup = root / next(o["backup"] for o in record["originals"] if o["path"] == LEGACY)
+    assert backup.read_text() == LEGACY_SELECTOR
+    library = json.loads((plugin / "extensions/python/before_main_llm_call/htn_plan_library.json").read_text())
+    assert library["plans"]["my_linear"] == MY_LINEAR and "bugfix_workflow" in library["plans"]
+
+    s = Session(companion=False, selector=False)  # the plugin's own files, loaded as Agent-Zero loads them
+    s.prompts_after = [load_extension_class(plugin / "extensions/python/message_loop_prompts_after/"
+                                                     "_75_graph_workflow_context.py")(s.agent)]
+    s.before_main = [load_extension_class(plugin / "extensions/python/before_main_llm_call/"
+                                                   "_15_htn_plan_selector.py")(s.agent)]
+    s.user("ship it now please")
+    s.run_pass(IDLE)
+    assert s.state["plan_id"] == "my_linear"
+    s.run_pass(Reply(code="./deploy.sh", output=terminal("deployed")))
+    s.run_pass(IDLE)
+    assert s.agent._htn_last_run["events"][-1]["type"] == "plan_completed"
+
+    uninstall_plugin(root, PLUGIN)
+    assert (root / LEGACY).read_text() == LEGACY_SELECTOR  # byte for byte
+    after = snapshot(root, skip_state=True)
+    assert after == {k: v for k, v in before.items()}
+    state = [p.relative_to(root).as_posix() for p in (root / "usr" / "graph_engine").rglob("*") if p.is_file()]
+    assert state and all(p.startswith("usr/graph_engine/backups/") for p in state)  # only the named backups
+
+
+def test_a_git_url_of_a_clone_installs_the_same_way(tmp_path, own_modules):
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "--quiet", "--depth", "1", f"file://{ROOT}", str(clone)], check=True)
+    for name in installer.plugin_files():  # this checkout's files, committed or not
+        (clone / name).parent.mkdir(parents=True, exist_ok=True)
+        (clone / name).write_bytes((ROOT / name).read_bytes())
+    subprocess.run(["git", "-C", str(clone), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(clone), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet",
+                    "--allow-empty", "-m", "working tree"], check=True)
+    root = legacy_tree(tmp_path)
+    before = snapshot(root)
+    assert install_plugin_git(root, f"file://{clone}") == PLUGIN
+    plugin = root / "usr" / "plugins" / PLUGIN
+    assert (plugin / ".git").is_dir() and (plugin / "plugin.yaml").is_file() and not (root / LEGACY).exists()
+    assert run(root, "--check").stdout.startswith(f"installed: version {__version__} as the Agent-Zero plugin")
+    uninstall_plugin(root, PLUGIN)
+    assert snapshot(root, skip_state=True) == before
+
+
+def test_a_failed_install_leaves_the_tree_as_it_was_with_one_clear_line(tmp_path, plugin_zip, own_modules):
+    root = legacy_tree(tmp_path)
+    assert run(root, "--yes").returncode == 0  # the shell installer's files in usr/extensions outrank any plugin
+    before = snapshot(root)
+    with pytest.raises(RuntimeError) as failed:
+        install_plugin_zip(root, plugin_zip)
+    assert str(failed.value).startswith("Graph Workflow Engine install: the pack is already installed by "
+                                        "install_graph_engine.sh into usr/extensions/python/")
+    assert "install_graph_engine.sh --uninstall --yes` first" in str(failed.value)
+    assert snapshot(root) == before
+
+
+def test_a_plugin_that_does_not_load_is_rolled_back_by_its_own_install(tmp_path, plugin_zip, own_modules):
+    root = legacy_tree(tmp_path)
+    (root / "helpers" / "extension.py").write_text("raise RuntimeError('broken framework')\n")
+    before = snapshot(root)
+    with pytest.raises(RuntimeError, match="did not load"):
+        install_plugin_zip(root, plugin_zip)
+    assert snapshot(root) == before
+
+
+def test_the_shell_installer_sees_a_dialog_install_and_leaves_it_to_the_dialog(tmp_path, plugin_zip, own_modules):
+    root = legacy_tree(tmp_path)
+    install_plugin_zip(root, plugin_zip)
+    installed = snapshot(root)
+    for args in (("--yes",), ("--yes", "--plugin"), ("--uninstall", "--yes")):
+        r = run(root, *args)
+        assert r.returncode == 2 and "Plugins list" in r.stdout and "nothing was changed" in r.stdout, args
+    assert snapshot(root) == installed
+    check = run(root, "--check")
+    assert check.returncode == 0 and "(Plugins dialog), every file intact" in check.stdout
+
+
+def test_an_update_keeps_the_users_library_and_settings(tmp_path, plugin_zip, own_modules):
+    root = legacy_tree(tmp_path)
+    install_plugin_zip(root, plugin_zip)
+    plugin = root / "usr" / "plugins" / PLUGIN
+    (plugin / "config.json").write_text('{"card": false}')
+    library = plugin / "extensions/python/before_main_llm_call/htn_plan_library.json"
+    from graph_engine.tools.standin import _run_plugin_hook
+    kept = Path(_run_plugin_hook(plugin, "pre_update"))
+    assert (kept / f"usr/plugins/{PLUGIN}/config.json").read_text() == '{"card": false}'
+    assert (kept / library.relative_to(root)).read_bytes() == library.read_bytes()
+    _run_plugin_hook(plugin, "install")  # Agent-Zero calls install() again after pulling the update
+    assert json.loads(library.read_text())["plans"]["my_linear"] == MY_LINEAR
+    uninstall_plugin(root, PLUGIN)
+    assert (root / LEGACY).read_text() == LEGACY_SELECTOR
+
+
+def test_deleting_a_plugin_the_shell_installer_wrote_clears_its_record(tmp_path, own_modules):
+    root = legacy_tree(tmp_path)
+    before = snapshot(root)
+    assert run(root, "--yes", "--plugin").returncode == 0
+    uninstall_plugin(root, PLUGIN)  # Agent-Zero's delete: uninstall() of the plugin's hooks.py, then the folder
+    assert not (root / "usr/graph_engine/install_manifest.json").exists()
+    assert snapshot(root, skip_state=True) == before
