@@ -243,7 +243,7 @@ def plan_install(layout: Layout) -> Plan:
             raise Refused(f"{path} exists and is not a file; nothing was changed")
         if path.is_file() and rel not in ours_before and file_sha(path) != sha256(data):
             plan.replace.append(rel)
-    plan.move_out = [layout.rel(p) for p in competing]
+    plan.move_out = [layout.rel(p) for p in competing if layout.rel(p) not in ours_before]  # the user's
     plan.remove = [rel for rel in ours_before if rel not in files and (layout.root / rel).is_file()]
     return plan
 
