@@ -227,10 +227,7 @@ def test_the_zip_installs_takes_over_the_linear_selector_runs_the_users_plan_and
 
     uninstall_plugin(root, PLUGIN)
     assert (root / LEGACY).read_text() == LEGACY_SELECTOR  # byte for byte
-    after = snapshot(root, skip_state=True)
-    assert after == {k: v for k, v in before.items()}
-    state = [p.relative_to(root).as_posix() for p in (root / "usr" / "graph_engine").rglob("*") if p.is_file()]
-    assert state and all(p.startswith("usr/graph_engine/backups/") for p in state)  # only the named backups
+    assert snapshot(root) == before  # the backup held nothing the tree does not have again: it is gone too
 
 
 def test_a_git_url_of_a_clone_installs_the_same_way(tmp_path, own_modules):
@@ -251,7 +248,7 @@ def test_a_git_url_of_a_clone_installs_the_same_way(tmp_path, own_modules):
     assert (plugin / ".git").is_dir() and (plugin / "plugin.yaml").is_file() and not (root / LEGACY).exists()
     assert run(root, "--check").stdout.startswith(f"installed: version {__version__} as the Agent-Zero plugin")
     uninstall_plugin(root, PLUGIN)
-    assert snapshot(root, skip_state=True) == before
+    assert snapshot(root) == before
 
 
 def test_a_failed_install_leaves_the_tree_as_it_was_with_one_clear_line(tmp_path, plugin_zip, own_modules):
@@ -310,3 +307,21 @@ def test_deleting_a_plugin_the_shell_installer_wrote_clears_its_record(tmp_path,
     uninstall_plugin(root, PLUGIN)  # Agent-Zero's delete: uninstall() of the plugin's hooks.py, then the folder
     assert not (root / "usr/graph_engine/install_manifest.json").exists()
     assert snapshot(root, skip_state=True) == before
+
+
+def test_deleting_keeps_a_plan_added_to_the_plugins_library_in_a_named_backup(tmp_path, plugin_zip, own_modules,
+                                                                             capsys):
+    root = legacy_tree(tmp_path)
+    install_plugin_zip(root, plugin_zip)
+    library = root / f"usr/plugins/{PLUGIN}/extensions/python/before_main_llm_call/htn_plan_library.json"
+    data = json.loads(library.read_text())
+    data["plans"]["my_later"] = dict(MY_LINEAR, name="My Later", triggers=["later please"])
+    library.write_text(json.dumps(data))
+    capsys.readouterr()
+    uninstall_plugin(root, PLUGIN)
+    out = capsys.readouterr().out
+    assert "it holds your plans my_later, which the restored library does not have" in out
+    kept = out.split("kept: ", 1)[1].split(", ")[0].strip()
+    copy = root / kept / library.relative_to(root)
+    assert json.loads(copy.read_text())["plans"]["my_later"]["name"] == "My Later"
+    assert (root / LEGACY).read_text() == LEGACY_SELECTOR

@@ -503,10 +503,26 @@ def uninstall(root: Path, dry_run: bool, keep_under: Path | None = None) -> int:
             cache.rmdir()
         remove_if_empty(folder)
     (root / STATE_DIR / MANIFEST).unlink()  # each backup folder holds the manifest as it was when it was made
+    if keep_under is not None:  # deleting the plugin leaves the tree as it was before it was installed
+        drop_restored_backups(root, manifest.get("backups", []), keep_under)
     kept = leave_only_backups(root)
     say(f"uninstalled: {len(manifest['installed'])} file(s) removed, {len(manifest['originals'])} restored; "
         + (f"kept: {', '.join(kept)}" if kept else f"nothing of the pack is left in {root}"))
     return 0
+
+
+def drop_restored_backups(root: Path, backups: list[str], keep_under: Path) -> None:
+    """Remove the backup folders that hold nothing the tree does not have again byte for byte (a file under
+    ``keep_under``, about to be deleted, does not count as there)."""
+    for rel in backups:
+        folder = root / rel
+        if not folder.is_dir():
+            continue
+        copies = [p for p in folder.rglob("*") if p.is_file() and p != folder / MANIFEST]
+        live = [root / p.relative_to(folder) for p in copies]
+        if all(t.is_file() and not t.is_relative_to(keep_under) and file_sha(t) == file_sha(c)
+               for c, t in zip(copies, live)):
+            shutil.rmtree(folder)
 
 
 def leave_only_backups(root: Path) -> list[str]:
@@ -528,6 +544,10 @@ def added_plans(root: Path, rel: str, manifest: dict) -> list[str]:
         return []
     original = next((o for o in manifest.get("originals", []) if o["path"] == rel), None)
     before = set(read_plans(root / original["backup"])[0]) if original else set()
+    for o in manifest.get("originals", []):  # a library that stays beside a selector the pack moved aside
+        beside = (root / o["path"]).parent / LIBRARY
+        if beside != root / rel and beside.is_file():
+            before |= set(read_plans(beside)[0])
     return [pid for pid in read_plans(root / rel)[0] if pid not in manifest.get("plans", {}) and pid not in before]
 
 
