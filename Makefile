@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench prompts plugin clean
+.PHONY: demo test bench prompts plugin real-loop clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed; set PYTHON=python3.11 (or newer)")'
@@ -31,6 +31,13 @@ plugin:
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+
+# the pack in Agent-Zero's real message loop: A0_TREES names a folder of Agent-Zero source trees (see README,
+# Development); each tree's Python environment is built once under $(A0_TREES)/.venvs/
+real-loop: $(STAMP)
+	@test -n "$(A0_TREES)" -a -d "$(A0_TREES)" || { echo "make real-loop: set A0_TREES to a folder of Agent-Zero trees (README: Development)"; exit 2; }
+	A0_TREES="$(A0_TREES)" $(BIN)/python tests/a0env.py
+	A0_TREES="$(A0_TREES)" $(BIN)/python -m pytest $(wildcard tests/test_real_loop*.py)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -19,6 +19,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 from graph_engine import adapter  # noqa: E402
 
+pytest_plugins = ["a0real"]  # the real-loop harness: fixtures a0_source, a0_tree; one line when it is skipped
+
 
 @pytest.fixture(autouse=True)
 def fresh_runtime(monkeypatch, tmp_path):

@@ -1,0 +1,291 @@
+"""Agent-Zero's real message loop in this process, with only the model scripted.
+
+Used by the self-test (`selftest.py`, inside the user's own Agent-Zero) and by the project's real-loop suite.
+It imports the Agent-Zero tree at `a0_root` (either layout) and runs its own `AgentContext`: prompt building,
+history, tools (the real terminal), extensions and chat persistence are Agent-Zero's. What is scripted:
+
+- the chat and utility model calls, at LiteLLM's boundary: `models.acompletion` is wrapped so that LiteLLM
+  itself answers with `mock_response=<the scripted reply>`; each chat call's messages are recorded;
+- embeddings: deterministic vectors from a hash of the text (nothing is loaded, nothing is sent);
+- memory: the run uses its own memory folder (`usr/memory/<name>`), removed by `Session.close`.
+
+A scripted chat reply is the model's raw text, or `HANG` (the call never returns: the process is stopped
+as a restart would stop it). Nothing is sent to any model. Extension files are untouched; the two hooks of
+this pack are timed per call.
+
+    python -m graph_engine.a0driver --a0-root DIR --script SCRIPT.json --out RESULT.json
+SCRIPT.json: {"replies": [...], "turns": [{"user": "text"} | {"nudge": true} | {"load": CHAT_ID}],
+              "history_limit": TOKENS (optional), "utility_reply": "text" (optional)}
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+HOOK_FILES = {"_15_htn_plan_selector": "selector", "_75_graph_workflow_context": "companion"}
+HANG = "HANG"  # a scripted reply: the call never returns (a restart during the LLM call)
+EMBED_DIM = 64
+NUDGE_TEXT = "Nudged - continue"
+
+
+class Script:
+    """The scripted model: hands out the chat replies in order and records what each call received."""
+
+    def __init__(self, replies: list[str], utility_reply: str = "[]"):
+        self.replies = list(replies)
+        self.utility_reply = utility_reply
+        self.calls: list[dict] = []   # chat calls: {"messages": [{"role", "content"}], "reply"}
+        self.utility_calls = 0
+        self.overrun = 0              # chat calls after the script ran out (answered with a final response)
+        self.hung = threading.Event()
+
+    def chat(self, messages: list) -> str:
+        if self.replies:
+            reply = self.replies.pop(0)
+        else:
+            self.overrun += 1
+            reply = json.dumps({"thoughts": ["the script is over"], "headline": "Done",
+                                "tool_name": "response", "tool_args": {"text": "Done."}})
+        self.calls.append({"messages": _plain(messages), "reply": reply})
+        return reply
+
+
+def _plain(messages) -> list[dict]:
+    out = []
+    for m in messages or []:
+        content = m.get("content") if isinstance(m, dict) else getattr(m, "content", "")
+        if isinstance(content, list):  # multimodal parts: keep the text
+            content = "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
+        out.append({"role": m.get("role", "") if isinstance(m, dict) else "", "content": str(content)})
+    return out
+
+
+def _caller_kind() -> str:
+    frame = sys._getframe(1)
+    for _ in range(60):
+        if frame is None:
+            break
+        name = frame.f_code.co_name
+        if name == "call_chat_model":
+            return "chat"
+        if name == "call_utility_model":
+            return "utility"
+        frame = frame.f_back
+    return "utility"
+
+
+def _vector(text: str) -> list[float]:
+    digest = hashlib.sha256(text.encode("utf-8", "replace")).digest() * 2
+    return [(b - 127.5) / 127.5 for b in digest[:EMBED_DIM]]
+
+
+class _Embedded:
+    def __init__(self, texts):
+        self.data = [{"embedding": _vector(t), "index": i} for i, t in enumerate(texts)]
+
+
+class Session:
+    """One Agent-Zero process's view: a context, the scripted model, hook timings. Blocking calls."""
+
+    def __init__(self, a0_root: str, script: Script, history_limit: int | None = None):
+        self.root = Path(a0_root).resolve()
+        self.script = script
+        self.timings: list[dict] = []   # {"hook", "seconds", "iteration"}
+        self.memory_subdir = "graph_engine_run_" + uuid.uuid4().hex[:8]
+        self.context = None
+        os.chdir(self.root)
+        if str(self.root) not in sys.path:
+            sys.path.insert(0, str(self.root))
+        os.environ.setdefault("A0_ROOT", str(self.root))
+        self.new = (self.root / "helpers" / "extension.py").is_file()
+        self._as_in_container()
+        self._patch_models()
+        self._patch_memory()
+        self._patch_extensions()
+        if history_limit:
+            self._patch_history_limit(history_limit)
+        import agent as a0_agent
+        self.a0 = a0_agent
+        self.persist = self._helper("persist_chat")
+
+    def _helper(self, name: str):
+        import importlib
+        return importlib.import_module(("helpers." if self.new else "python.helpers.") + name)
+
+    def _as_in_container(self) -> None:
+        """Run as Agent-Zero runs in its container (`--dockerized=true`): the terminal is this machine's shell."""
+        runtime = self._helper("runtime")
+        sys.argv = [sys.argv[0], "--dockerized=true"]
+        runtime.args.clear()
+        runtime.initialize()
+        if self.root != Path("/a0"):  # a tree elsewhere (a copy under test): its own usr/workdir, not /a0's
+            files = self._helper("files")
+            files.get_abs_path_dockerized = files.get_abs_path
+
+    # ── the scripted boundary ──────────────────────────────────────────────
+    def _patch_models(self) -> None:
+        import models
+        real = models.acompletion
+        script = self.script
+
+        async def scripted(*args, **kwargs):
+            kind = _caller_kind()
+            if kind == "chat":
+                reply = script.chat(kwargs.get("messages"))
+                if reply == HANG:
+                    script.hung.set()
+                    import asyncio
+                    while True:  # the call never returns; the process is stopped from outside
+                        await asyncio.sleep(3600)
+            else:
+                script.utility_calls += 1
+                reply = script.utility_reply
+            for key in ("api_key", "api_base", "base_url"):
+                kwargs.pop(key, None)
+            return await real(*args, mock_response=reply, **kwargs)
+
+        models.acompletion = scripted
+        models.embedding = lambda model=None, input=(), **kw: _Embedded(list(input))
+        models.LocalSentenceTransformerWrapper = models.LiteLLMEmbeddingWrapper  # no weights are loaded
+
+    def _patch_memory(self) -> None:
+        import importlib
+        for name in ("plugins._memory.helpers.memory", "python.helpers.memory"):
+            try:
+                module = importlib.import_module(name)
+            except Exception:
+                continue
+            subdir = self.memory_subdir
+            module.get_agent_memory_subdir = lambda agent, _s=subdir: _s
+            if hasattr(module, "get_context_memory_subdir"):
+                module.get_context_memory_subdir = lambda context, _s=subdir: _s
+
+    def _patch_history_limit(self, limit: int) -> None:
+        history = self._helper("history")
+        if hasattr(history.History, "_get_ctx_size_for_history"):
+            history.History._get_ctx_size_for_history = lambda self_: limit
+        if hasattr(history, "_get_ctx_size_for_history"):
+            history._get_ctx_size_for_history = lambda: limit
+
+    def _patch_extensions(self) -> None:
+        ext = self._helper("extension")
+        real = ext._get_extensions
+        timings = self.timings
+
+        def timed(cls, hook: str):
+            if getattr(cls.execute, "_graph_engine_timed", False):
+                return
+            original = cls.execute
+
+            async def execute(inner, *args, **kwargs):
+                started = time.perf_counter()
+                try:
+                    return await original(inner, *args, **kwargs)
+                finally:
+                    loop_data = kwargs.get("loop_data")
+                    timings.append({"hook": hook, "seconds": time.perf_counter() - started,
+                                    "iteration": getattr(loop_data, "iteration", None)})
+            execute._graph_engine_timed = True
+            cls.execute = execute
+
+        def get_extensions(folder):
+            classes = real(folder)
+            for cls in classes:
+                hook = HOOK_FILES.get(cls.__module__.split(".")[-1])
+                if hook:
+                    timed(cls, hook)
+            return classes
+
+        ext._get_extensions = get_extensions
+
+    # ── the chat ───────────────────────────────────────────────────────────
+    def start(self) -> str:
+        import initialize
+        config = initialize.initialize_agent()
+        self.context = self.a0.AgentContext(config=config)
+        return self.context.id
+
+    def load(self, chat_id: str) -> None:
+        """Load the saved chats as Agent-Zero does at start-up, and take `chat_id`."""
+        self.persist.load_tmp_chats()
+        self.context = self.a0.AgentContext.get(chat_id)
+        if self.context is None:
+            raise RuntimeError(f"chat {chat_id} was not loaded from {self.root / 'usr' / 'chats'}")
+
+    def send(self, text: str, timeout: float = 600) -> object:
+        task = self.context.communicate(self.a0.UserMessage(message=text, attachments=[]))
+        return self._wait(task, timeout)
+
+    def nudge(self, timeout: float = 600) -> object:
+        return self._wait(self.context.nudge(), timeout)
+
+    def _wait(self, task, timeout: float) -> object:
+        deadline = time.monotonic() + timeout
+        while not task.is_ready():
+            if self.script.hung.is_set():
+                return HANG
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the message loop did not finish within {timeout:.0f} s")
+            time.sleep(0.02)
+        return task.result_sync()
+
+    def agent_data(self) -> dict:
+        return dict(self.context.agent0.data) if self.context else {}
+
+    def close(self, remove_chat: bool = True) -> None:
+        """Remove what this run left in the tree: its chat (when asked) and its memory folder."""
+        import shutil
+        if self.context is not None and remove_chat:
+            try:
+                self.context.kill_process()
+            except Exception:
+                pass
+            self.persist.remove_chat(self.context.id)
+            self.a0.AgentContext.remove(self.context.id)
+        shutil.rmtree(self.root / "usr" / "memory" / self.memory_subdir, ignore_errors=True)
+
+
+def _result(session: Session, chat_id: str, outcome: list) -> dict:
+    return {"chat_id": chat_id, "calls": session.script.calls, "utility_calls": session.script.utility_calls,
+            "overrun": session.script.overrun, "timings": session.timings, "outcomes": outcome,
+            "hung": session.script.hung.is_set()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m graph_engine.a0driver")
+    parser.add_argument("--a0-root", required=True)
+    parser.add_argument("--script", required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    spec = json.loads(Path(args.script).read_text())
+    out = Path(args.out).resolve()
+    session = Session(args.a0_root, Script(spec.get("replies", []), spec.get("utility_reply", "[]")),
+                      history_limit=spec.get("history_limit"))
+    chat_id, outcomes = "", []
+    for turn in spec.get("turns", []):
+        if "load" in turn:
+            chat_id = turn["load"]
+            session.load(chat_id)
+            continue
+        if session.context is None:
+            chat_id = session.start()
+        result = session.nudge() if turn.get("nudge") else session.send(turn["user"])
+        outcomes.append(result if isinstance(result, str) or result is None else str(result))
+        out.write_text(json.dumps(_result(session, chat_id, outcomes)))
+        if result == HANG:
+            sys.stdout.flush()
+            os._exit(0)  # stopped during the LLM call: nothing after this point is saved
+    session.close(remove_chat=False)
+    out.write_text(json.dumps(_result(session, chat_id, outcomes)))
+    sys.stdout.flush()
+    os._exit(0)  # Agent-Zero's background threads do not end by themselves
+
+
+if __name__ == "__main__":
+    sys.exit(main())
