@@ -1,0 +1,104 @@
+"""The pack as an Agent-Zero v1.x plugin in the real loop (`make real-loop`): installed by Agent-Zero's own
+installer code from the ZIP of `make plugin` and from a Git URL, a bug fix run by Agent-Zero's own message loop,
+then deleted through Agent-Zero's own uninstall; the tree is as before, the linear selector byte for byte."""
+
+import hashlib
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from a0real import A0Copy
+from test_real_loop import BUG_REPORT, FIXED, fix, isolate, project, respond, run_tests, types, verdicts
+
+from graph_engine.tools import installer
+
+PLUGIN = "graph_workflow_engine"
+LEGACY = "usr/extensions/python/before_main_llm_call/_15_htn_plan_selector.py"
+LEGACY_SELECTOR = ("from helpers.extension import Extension\n\n\nclass HTNPlanSelector(Extension):\n"
+                   "    async def execute(self, loop_data=None, **kwargs):\n        pass  # the linear selector\n")
+# Agent-Zero's own code: helpers.plugins and the Plugins dialog's installer (plugins/_plugin_installer)
+PLUGINS_API = """
+import json, os, sys
+root, action, arg = sys.argv[1:4]
+os.chdir(root)
+sys.path.insert(0, root)
+from plugins._plugin_installer.helpers.install import install_from_git, install_from_zip
+from helpers import plugins
+if action == "zip":
+    out = install_from_zip(arg, original_filename=os.path.basename(arg))
+elif action == "git":
+    out = install_from_git(arg)
+else:
+    plugins.uninstall_plugin(arg)
+    out = {"deleted": arg, "listed": plugins.get_plugins_list()}
+print(json.dumps(out))
+"""
+# what the run itself leaves (chats, the project, audit logs, logs, temporary files, the .env Agent-Zero writes)
+RUN_ARTIFACTS = ("usr/chats/", "usr/workdir/", "usr/graph_engine/runs/", "logs/", "tmp/", "usr/.env")
+
+
+def a0_plugins(tree: A0Copy, action: str, arg: str) -> dict:
+    done = subprocess.run([str(tree.python), "-B", "-c", PLUGINS_API, str(tree.root), action, arg],
+                          capture_output=True, text=True, cwd=tree.root, timeout=600)
+    assert done.returncode == 0, f"{action} failed:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    out = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_file() and "__pycache__" not in path.parts and not rel.startswith(RUN_ARTIFACTS):
+            out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def git_url(tmp_path: Path) -> str:
+    """A clone of this repository with this checkout's plugin files committed: what a Git URL points at."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "--quiet", "--depth", "1", f"file://{installer.SRC}", str(clone)], check=True)
+    for name, data in installer.plugin_files().items():
+        (clone / name).parent.mkdir(parents=True, exist_ok=True)
+        (clone / name).write_bytes(data)
+    subprocess.run(["git", "-C", str(clone), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(clone), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet",
+                    "--allow-empty", "-m", "working tree"], check=True)
+    return f"file://{clone}"
+
+
+@pytest.mark.parametrize("route", ["zip", "git"])
+def test_installed_from_the_plugins_dialog_it_fixes_a_bug_and_deletes_cleanly(a0_source, tmp_path, route):
+    tree = A0Copy.fresh(a0_source, tmp_path)
+    if tree.layout != "new":
+        pytest.skip("plugins are Agent-Zero v1.x")
+    if route == "git" and not (installer.SRC / ".git").exists():
+        pytest.skip("not a git checkout")
+    legacy = tree.root / LEGACY
+    legacy.parent.mkdir(parents=True, exist_ok=True)
+    legacy.write_text(LEGACY_SELECTOR)
+    before = snapshot(tree.root)
+    if route == "zip":
+        upload = tmp_path / "upload.zip"  # Agent-Zero deletes the uploaded file after installing it
+        shutil.copy(installer.build_zip(tmp_path / "dist"), upload)
+        done = a0_plugins(tree, "zip", str(upload))
+    else:
+        done = a0_plugins(tree, "git", git_url(tmp_path))
+    assert done["success"] and done["plugin_name"] == PLUGIN and done["path"] == f"usr/plugins/{PLUGIN}"
+    assert not legacy.exists()
+
+    p = project(tree)
+    replies = [run_tests(p, "Reproduce"), isolate(p), fix(p), run_tests(p), run_tests(p, "Regressions"),
+               respond("Fixed: divide() returns 0.0 for a zero divisor; the tests pass.")]
+    run = tree.run([BUG_REPORT.format(p=p)], replies)
+    assert run.overrun == 0 and len(run.calls) == 6
+    assert "[WORKFLOW: Bug Fix Workflow] step 1 of 5" in run.last_user[0]
+    events = tree.audit(run.chat_id)
+    assert verdicts(events, "fix") == ["success"] and types(events)[-1] == "plan_completed"
+    assert (p / "calc.py").read_text() == FIXED
+
+    done = a0_plugins(tree, "delete", PLUGIN)
+    assert PLUGIN not in done["listed"]
+    assert legacy.read_text() == LEGACY_SELECTOR  # byte for byte
+    assert snapshot(tree.root) == before
