@@ -325,3 +325,53 @@ def test_deleting_keeps_a_plan_added_to_the_plugins_library_in_a_named_backup(tm
     copy = root / kept / library.relative_to(root)
     assert json.loads(copy.read_text())["plans"]["my_later"]["name"] == "My Later"
     assert (root / LEGACY).read_text() == LEGACY_SELECTOR
+
+
+# ── on and off are Agent-Zero's ─────────────────────────────────────────────
+
+from scenario import FixtureModel, message_for  # noqa: E402
+
+from graph_engine.tools.standin import COMPANION, SELECTOR, cmd  # noqa: E402
+
+
+def plugin_off(s: Session) -> None:
+    """Agent-Zero with the plugin turned off for the agent's project or profile: none of its extensions load."""
+    s.prompts_after, s.before_main = [], []
+
+
+def plugin_on(s: Session) -> None:
+    """Turned on again: Agent-Zero clears its extension cache and runs the files afresh."""
+    s.prompts_after = [load_extension_class(COMPANION)(s.agent)]
+    s.before_main = [load_extension_class(SELECTOR)(s.agent)]
+
+
+@pytest.mark.parametrize("restart_while_off", [False, True])
+def test_turned_off_no_hook_runs_and_turned_on_the_saved_run_goes_on(restart_while_off):
+    s = Session()
+    s.user(message_for("bugfix_workflow"))
+    s.run_pass(IDLE)
+    model = FixtureModel("bugfix_workflow")
+    for _ in range(3):
+        s.run_pass(model)
+    saved = json.loads(json.dumps(s.state))
+    log_size = len(s.log.entries)
+    plugin_off(s)
+    s.run_pass(Reply(final="Working on it."))
+    s.user("what time is it?")
+    s.run_pass(cmd("date", "Tue Nov 24 02:00:00 UTC 2026"))
+    s.run_pass(Reply(final="It is 02:00 UTC."))
+    assert s.state == saved and len(s.log.entries) == log_size  # nothing of the engine ran
+    assert all(not r.prompt_extras for r in s.records[-3:])  # and no call was shown a step
+    if restart_while_off:
+        s = s.restarted()
+    plugin_on(s)
+    s.user("continue")
+    for _ in range(30):  # after a restart the state is read back from the chat's data by the first hook call
+        s.run_pass(model)
+        if s.state is None or s.state["status"] != "active":
+            break
+    last = s.agent._htn_last_run
+    assert last["run_id"] == saved["run_id"] and last["events"][-1]["type"] == "plan_completed"
+    assert last["path"][:len(saved["path"])] == saved["path"]  # it went on from where it was
+    resumed = [e for e in last["events"] if e["type"] == "run_resumed"]
+    assert len(resumed) == (1 if restart_while_off else 0)
