@@ -30,6 +30,9 @@ if action == "zip":
     out = install_from_zip(arg, original_filename=os.path.basename(arg))
 elif action == "git":
     out = install_from_git(arg)
+elif action == "settings":  # what the plugin's settings page saves (for everyone: no project, no profile)
+    plugins.save_plugin_config("graph_workflow_engine", "", "", json.loads(arg))
+    out = plugins.get_plugin_config("graph_workflow_engine")
 else:
     plugins.uninstall_plugin(arg)
     out = {"deleted": arg, "listed": plugins.get_plugins_list()}
@@ -102,3 +105,32 @@ def test_installed_from_the_plugins_dialog_it_fixes_a_bug_and_deletes_cleanly(a0
     assert PLUGIN not in done["listed"]
     assert legacy.read_text() == LEGACY_SELECTOR  # byte for byte
     assert snapshot(tree.root) == before
+
+
+@pytest.mark.parametrize("saved", [True, False])
+def test_the_settings_page_changes_where_plans_are_read_from(a0_source, tmp_path, saved):
+    tree = A0Copy.fresh(a0_source, tmp_path)
+    if tree.layout != "new":
+        pytest.skip("plugins are Agent-Zero v1.x")
+    upload = tmp_path / "upload.zip"
+    shutil.copy(installer.build_zip(tmp_path / "dist"), upload)
+    assert a0_plugins(tree, "zip", str(upload))["success"]
+    shipped = json.loads((installer.SRC / "plan_library" / "htn_plan_library.json").read_text())
+    plan = dict(shipped["plans"]["bugfix_workflow"], name="Calc Repair", domains=[],
+                triggers=["calc repair"], strong_triggers=["do the calc repair"])
+    library = tmp_path / "team_plans" / "htn_plan_library.json"
+    library.parent.mkdir()
+    library.write_text(json.dumps({"_meta": {"version": "2.0"}, "plans": {"calc_repair": plan}}))
+    if saved:
+        config = a0_plugins(tree, "settings", json.dumps({"library_path": str(library)}))
+        assert config["library_path"] == str(library)
+
+    p = project(tree)
+    replies = [run_tests(p, "Reproduce"), isolate(p), fix(p), run_tests(p), run_tests(p, "Regressions"),
+               respond("Repaired.")]
+    run = tree.run([f"please do the calc repair in {p}/calc.py"], replies)
+    if not saved:  # the plugin's own library has no such plan
+        assert "[WORKFLOW" not in run.last_user[0]
+        return
+    assert "[WORKFLOW: Calc Repair] step 1 of 5" in run.last_user[0]  # the plan from the saved library
+    assert types(tree.audit(run.chat_id))[-1] == "plan_completed"
