@@ -90,7 +90,7 @@ def runtime_for(ext_file: str, cfg: settings.Settings = settings.DEFAULTS) -> Ru
 
 def run_hook(agent: Any, loop_data: Any, hook: str, ext_file: str, runtime: Runtime | None = None) -> None:
     """One hook call from an extension file.  Never raises."""
-    cfg = settings.read(agent)
+    cfg = settings.current(agent)
     token = settings.ACTIVE.set(cfg)
     rt = runtime or runtime_for(ext_file, cfg)
     try:

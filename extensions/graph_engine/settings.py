@@ -11,8 +11,10 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import time
+import weakref
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 PLUGIN = "graph_workflow_engine"
@@ -90,14 +92,18 @@ PARSERS: dict[str, Callable[[Any], Any]] = {"library_path": _text, "project_plan
                                             "picture": _picture, "card": _switch, "max_plans": _count}
 
 
+_ABSENT: set[str] = set()  # helpers modules this process could not import (tried once)
+
+
 def _helper(name: str) -> Any:
     """Agent-Zero's ``helpers.<name>`` module when this is a v1.x process, else None (never raises)."""
     module = sys.modules.get(f"helpers.{name}")
-    if module is not None or "helpers.extension" not in sys.modules:
+    if module is not None or name in _ABSENT or "helpers.extension" not in sys.modules:
         return module
     try:
         return importlib.import_module(f"helpers.{name}")
     except Exception:  # noqa: BLE001 - a framework without it: the defaults apply
+        _ABSENT.add(name)
         return None
 
 
@@ -125,13 +131,50 @@ def project_folder(agent: Any) -> str:
         return ""
 
 
+RECHECK_SECONDS = 1.0  # a hook call re-reads an agent's settings at most this often
+_RECENT: "weakref.WeakKeyDictionary[Any, tuple[float, Settings]]" = weakref.WeakKeyDictionary()
+
+
+def current(agent: Any) -> Settings:
+    """``read(agent)``, re-read at most once per RECHECK_SECONDS for the same agent (a pass calls two hooks,
+    and a saved change on the settings page takes effect within a second)."""
+    now = time.monotonic()
+    try:
+        seen = _RECENT.get(agent)
+    except TypeError:  # an agent object that cannot be weakly referenced: read every time
+        return read(agent)
+    if seen is not None and now - seen[0] < RECHECK_SECONDS:
+        return seen[1]
+    value = read(agent)
+    _RECENT[agent] = (now, value)
+    return value
+
+
+_PARSED: dict[tuple, Settings] = {}  # (environment values, saved settings) -> parsed; two hook calls a pass
+
+
 def read(agent: Any) -> Settings:
     """The settings that apply to this agent: environment variable, else saved setting, else default."""
     config, problem = plugin_config(agent)
+    environment = tuple(os.environ.get(env) for env, _default in FIELDS.values())
+    key = (environment, repr(sorted(config.items(), key=lambda kv: str(kv[0]))), problem)
+    parsed = _PARSED.get(key)
+    if parsed is None:
+        if len(_PARSED) >= 64:
+            _PARSED.clear()
+        parsed = _PARSED[key] = _parse(config, environment, problem)
+    folder = project_folder(agent) if parsed.project_plans_folder else ""
+    library = os.path.join(folder, parsed.project_plans_folder, LIBRARY_NAME) if folder else ""
+    if library and os.path.isfile(library):
+        return replace(parsed, project_library=library)
+    return parsed
+
+
+def _parse(config: dict[str, Any], environment: tuple, problem: str) -> Settings:
     problems = [problem] if problem else []
     values: dict[str, Any] = {}
-    for key, (env, default) in FIELDS.items():
-        raw, where = os.environ.get(env), f"environment variable {env}"
+    for (key, (env, default)), raw in zip(FIELDS.items(), environment):
+        where = f"environment variable {env}"
         if raw is None or raw.strip() == "":
             raw, where = config.get(key, default), f"plugin setting '{key}'"
         try:
@@ -139,10 +182,7 @@ def read(agent: Any) -> Settings:
         except (TypeError, ValueError) as exc:
             values[key] = default
             problems.append(f"[HTN] {where} is {raw!r}: {exc}; using {default!r} until it is fixed")
-    folder = project_folder(agent) if values["project_plans_folder"] else ""
-    library = os.path.join(folder, values["project_plans_folder"], LIBRARY_NAME) if folder else ""
-    return Settings(**values, project_library=library if library and os.path.isfile(library) else "",
-                    problems=tuple(problems))
+    return Settings(**values, problems=tuple(problems))
 
 
 def active(key: str) -> Any:
