@@ -30,6 +30,9 @@ if action == "zip":
     out = install_from_zip(arg, original_filename=os.path.basename(arg))
 elif action == "git":
     out = install_from_git(arg)
+elif action == "update":
+    from plugins._plugin_installer.helpers.install import update_from_git
+    out = update_from_git(arg)
 elif action == "settings":  # what the plugin's settings page saves (for everyone: no project, no profile)
     plugins.save_plugin_config("graph_workflow_engine", "", "", json.loads(arg))
     out = plugins.get_plugin_config("graph_workflow_engine")
@@ -60,6 +63,10 @@ def snapshot(root: Path) -> dict[str, str]:
 
 def git_url(tmp_path: Path) -> str:
     """A clone of this repository with this checkout's plugin files committed: what a Git URL points at."""
+    return f"file://{git_clone(tmp_path)}"
+
+
+def git_clone(tmp_path: Path) -> Path:
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "--quiet", "--depth", "1", f"file://{installer.SRC}", str(clone)], check=True)
     for name, data in installer.plugin_files().items():
@@ -68,7 +75,7 @@ def git_url(tmp_path: Path) -> str:
     subprocess.run(["git", "-C", str(clone), "add", "-A"], check=True)
     subprocess.run(["git", "-C", str(clone), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet",
                     "--allow-empty", "-m", "working tree"], check=True)
-    return f"file://{clone}"
+    return clone
 
 
 @pytest.mark.parametrize("route", ["zip", "git"])
@@ -134,3 +141,36 @@ def test_the_settings_page_changes_where_plans_are_read_from(a0_source, tmp_path
         return
     assert "[WORKFLOW: Calc Repair] step 1 of 5" in run.last_user[0]  # the plan from the saved library
     assert types(tree.audit(run.chat_id))[-1] == "plan_completed"
+
+
+def test_an_update_from_the_plugins_list_keeps_the_users_plans_and_settings(a0_source, tmp_path):
+    tree = A0Copy.fresh(a0_source, tmp_path)
+    if tree.layout != "new":
+        pytest.skip("plugins are Agent-Zero v1.x")
+    if not (installer.SRC / ".git").exists():
+        pytest.skip("not a git checkout")
+    legacy = tree.root / LEGACY
+    legacy.parent.mkdir(parents=True, exist_ok=True)
+    legacy.write_text(LEGACY_SELECTOR)
+    shipped = json.loads((installer.SRC / "plan_library" / "htn_plan_library.json").read_text())
+    mine = dict(shipped["plans"]["bugfix_workflow"], name="Calc Repair", domains=[],
+                triggers=["calc repair"], strong_triggers=["do the calc repair"])
+    (legacy.parent / "htn_plan_library.json").write_text(json.dumps({"plans": {"calc_repair": mine}}))
+    clone = git_clone(tmp_path)
+    assert a0_plugins(tree, "git", f"file://{clone}")["success"]
+    plugin = tree.root / "usr" / "plugins" / PLUGIN
+    library = plugin / "extensions/python/before_main_llm_call/htn_plan_library.json"
+    assert json.loads(library.read_text())["plans"]["calc_repair"] == mine  # carried from the linear library
+    a0_plugins(tree, "settings", json.dumps({"picture": "off"}))
+    (clone / "docs" / "plan-authoring.md").write_text("A newer version.\n")  # the repository moves on
+    subprocess.run(["git", "-C", str(clone), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet",
+                    "-am", "newer"], check=True)
+    done = a0_plugins(tree, "update", PLUGIN)
+    assert done["success"] and (plugin / "docs" / "plan-authoring.md").read_text() == "A newer version.\n"
+    assert json.loads(library.read_text())["plans"]["calc_repair"] == mine
+    assert json.loads((plugin / "config.json").read_text())["picture"] == "off"
+    p = project(tree)
+    run = tree.run([f"please do the calc repair in {p}/calc.py"], [respond("Not now.")])
+    assert "[WORKFLOW: Calc Repair] step 1 of 5" in run.last_user[0]
+    a0_plugins(tree, "delete", PLUGIN)
+    assert legacy.read_text() == LEGACY_SELECTOR
