@@ -375,3 +375,18 @@ def test_turned_off_no_hook_runs_and_turned_on_the_saved_run_goes_on(restart_whi
     assert last["path"][:len(saved["path"])] == saved["path"]  # it went on from where it was
     resumed = [e for e in last["events"] if e["type"] == "run_resumed"]
     assert len(resumed) == (1 if restart_while_off else 0)
+
+
+def test_a_zip_of_what_the_shell_installer_wrote_installs_through_the_dialog(tmp_path, own_modules):
+    import zipfile
+    first = legacy_tree(tmp_path / "first")
+    assert run(first, "--yes", "--plugin").returncode == 0
+    archive = tmp_path / "from_shell.zip"
+    folder = first / "usr" / "plugins" / PLUGIN
+    with zipfile.ZipFile(archive, "w") as z:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                z.write(path, f"{PLUGIN}/{path.relative_to(folder).as_posix()}")
+    second = legacy_tree(tmp_path / "second")
+    assert install_plugin_zip(second, archive) == PLUGIN
+    assert manifest(second)["form"] == "dialog" and not (second / LEGACY).exists()
