@@ -30,6 +30,9 @@ if action == "zip":
     out = install_from_zip(arg, original_filename=os.path.basename(arg))
 elif action == "git":
     out = install_from_git(arg)
+elif action == "toggle":  # the Plugins list's switch (for everyone)
+    plugins.toggle_plugin("graph_workflow_engine", arg == "on")
+    out = {"enabled": "graph_workflow_engine" in plugins.get_enabled_plugins(None)}
 elif action == "update":
     from plugins._plugin_installer.helpers.install import update_from_git
     out = update_from_git(arg)
@@ -174,3 +177,29 @@ def test_an_update_from_the_plugins_list_keeps_the_users_plans_and_settings(a0_s
     assert "[WORKFLOW: Calc Repair] step 1 of 5" in run.last_user[0]
     a0_plugins(tree, "delete", PLUGIN)
     assert legacy.read_text() == LEGACY_SELECTOR
+
+
+def test_turned_off_in_the_plugins_list_nothing_runs_and_turned_on_the_saved_run_goes_on(a0_source, tmp_path):
+    tree = A0Copy.fresh(a0_source, tmp_path)
+    if tree.layout != "new":
+        pytest.skip("plugins are Agent-Zero v1.x")
+    upload = tmp_path / "upload.zip"
+    shutil.copy(installer.build_zip(tmp_path / "dist"), upload)
+    assert a0_plugins(tree, "zip", str(upload))["success"]
+    p = project(tree)
+    first = tree.run([BUG_REPORT.format(p=p)], [run_tests(p, "Reproduce"), respond("Reproduced; more later.")])
+    saved = tree.state(first.chat_id)
+    assert saved["status"] == "active" and saved["current_node"] == "isolate"
+
+    assert a0_plugins(tree, "toggle", "off") == {"enabled": False}
+    off = tree.run([{"load": first.chat_id}, "what is 2 + 2?"], [respond("4")])
+    assert "[WORKFLOW" not in off.last_user[0]  # no hook of the engine ran
+    assert tree.state(off.chat_id) == saved
+
+    assert a0_plugins(tree, "toggle", "on") == {"enabled": True}
+    on = tree.run([{"load": first.chat_id}, "continue"],
+                  [isolate(p), fix(p), run_tests(p), run_tests(p, "Regressions"), respond("Fixed.")])
+    assert "Current step: Isolate the root cause" in on.last_user[0]  # where it was
+    events = tree.audit(on.chat_id)
+    assert types(events)[-1] == "plan_completed" and len({e.get("run_id") for e in events}) == 1
+    assert (p / "calc.py").read_text() == FIXED
