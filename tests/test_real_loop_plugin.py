@@ -203,3 +203,49 @@ def test_turned_off_in_the_plugins_list_nothing_runs_and_turned_on_the_saved_run
     events = tree.audit(on.chat_id)
     assert types(events)[-1] == "plan_completed" and len({e.get("run_id") for e in events}) == 1
     assert (p / "calc.py").read_text() == FIXED
+
+
+PROJECT_SETTINGS = """
+import json, os, sys, types
+root, plugin = sys.argv[1:3]
+os.chdir(root)
+sys.path.insert(0, root)
+from helpers import plugins, projects
+sys.path.insert(0, os.path.join(plugin, "extensions"))
+from graph_engine import settings
+class Agent:  # what settings.read uses of Agent-Zero's agent: its context (the chat's project) and profile
+    pass
+agent = Agent()
+agent.context = types.SimpleNamespace(get_data=lambda key: "shop" if key == projects.CONTEXT_DATA_KEY_PROJECT else None)
+agent.config = types.SimpleNamespace(profile="agent0")
+outside = Agent()
+outside.context = types.SimpleNamespace(get_data=lambda key: None)
+outside.config = agent.config
+print(json.dumps({"in": settings.read(agent).project_library, "out": settings.read(outside).project_library,
+                  "folder": projects.get_project_folder("shop")}))
+"""
+
+
+def test_a_projects_plan_folder_through_agent_zeros_own_project_and_config_helpers(a0_source, tmp_path):
+    tree = A0Copy.fresh(a0_source, tmp_path)
+    if tree.layout != "new":
+        pytest.skip("plugins are Agent-Zero v1.x")
+    upload = tmp_path / "upload.zip"
+    shutil.copy(installer.build_zip(tmp_path / "dist"), upload)
+    assert a0_plugins(tree, "zip", str(upload))["success"]
+    shop = tree.root / "usr" / "projects" / "shop"
+    (shop / ".a0proj").mkdir(parents=True)
+    (shop / "plans").mkdir()
+    (shop / "plans" / "htn_plan_library.json").write_text('{"plans": {}}')
+    # the project's own settings for the agent's profile (v1.7 reads a project's config for an agent with a
+    # profile only there, not from .a0proj/plugins/)
+    config = shop / ".a0proj" / "agents" / "agent0" / "plugins" / PLUGIN / "config.json"
+    config.parent.mkdir(parents=True)
+    config.write_text(json.dumps({"project_plans_folder": "plans"}))
+    done = subprocess.run([str(tree.python), "-B", "-c", PROJECT_SETTINGS, str(tree.root),
+                           str(tree.root / "usr" / "plugins" / PLUGIN)],
+                          capture_output=True, text=True, cwd=tree.root, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert Path(found["folder"]) == shop
+    assert found["in"] == str(shop / "plans" / "htn_plan_library.json") and found["out"] == ""

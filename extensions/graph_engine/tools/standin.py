@@ -113,10 +113,12 @@ def flat_yaml(text: str) -> dict[str, Any]:
 
 def install_plugin_helpers(a0_root: Path) -> None:
     """Agent-Zero v1.x's ``helpers.plugins.get_plugin_config`` and ``helpers.projects`` for a tree at
-    ``a0_root`` (CONTRACT.md section 9): a plugin's config is the first of the project's agent-profile
-    ``config.json``, the project's, the agent profile's, the plugin's own, else its ``default_config.yaml``;
-    a chat's project is its context's ``project`` data, its folder ``usr/projects/<name>``.  Call it after
-    ``Session()`` (which sets up the framework's modules afresh)."""
+    ``a0_root``, in v1.7's order (``find_plugin_assets``): a plugin's config is the first of the project's
+    ``.a0proj/agents/<profile>/plugins/<name>/config.json`` (an agent with a profile) or the project's
+    ``.a0proj/plugins/<name>/config.json`` (one without), ``usr/agents/<profile>/...``, the plugin's own
+    ``config.json``, else its ``default_config.yaml``; a chat's project is its context's ``project`` data, its
+    folder ``usr/projects/<name>``.  Call it after ``Session()`` (which sets up the framework's modules
+    afresh)."""
     plugins, projects = types.ModuleType("helpers.plugins"), types.ModuleType("helpers.projects")
 
     def get_project_folder(name: str) -> str:
@@ -131,8 +133,7 @@ def install_plugin_helpers(a0_root: Path) -> None:
         places = []
         if project:
             meta = Path(get_project_folder(project)) / ".a0proj"
-            places += [meta / "agents" / profile / "plugins" / name] if profile else []
-            places += [meta / "plugins" / name]
+            places += [meta / "agents" / profile / "plugins" / name] if profile else [meta / "plugins" / name]
         places += [a0_root / "usr" / "agents" / profile / "plugins" / name] if profile else []
         places += [a0_root / "usr" / "plugins" / name]
         for place in places:
