@@ -416,7 +416,7 @@ def rollback(root: Path, manifest: dict, previous: dict | None) -> bool:
     copies = f" (copies in {root / run['backup']})" if run["backup"] else ""
     if run.get("state_created"):  # every file is back: the folder this run made holds nothing still needed
         attempt(f"remove {STATE_DIR}", lambda: shutil.rmtree(root / STATE_DIR))
-        copies = "" if not failed else copies
+        copies = f"{copies}; could not {failed[-1]}" if failed else ""
     say(f"rolled back: the tree is as before this run{copies}")
     return True
 
