@@ -390,3 +390,14 @@ def test_a_zip_of_what_the_shell_installer_wrote_installs_through_the_dialog(tmp
     second = legacy_tree(tmp_path / "second")
     assert install_plugin_zip(second, archive) == PLUGIN
     assert manifest(second)["form"] == "dialog" and not (second / LEGACY).exists()
+
+
+def test_settings_that_cannot_be_read_are_one_warning_and_the_defaults(a0, monkeypatch):
+    s = Session()
+    install_plugin_helpers(a0)
+    monkeypatch.setattr(settings, "project_folder", lambda agent: (_ for _ in ()).throw(OSError("disk gone")))
+    s.user("fix the bug in /tmp/test.py")
+    s.run_pass(IDLE)
+    assert s.state["plan_id"] == "bugfix_workflow"
+    assert "[HTN] The settings of graph_workflow_engine could not be read (OSError: disk gone); the defaults " \
+           "apply" in s.log.texts("warning")

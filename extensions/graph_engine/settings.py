@@ -137,17 +137,25 @@ _RECENT: "weakref.WeakKeyDictionary[Any, tuple[float, Settings]]" = weakref.Weak
 
 def current(agent: Any) -> Settings:
     """``read(agent)``, re-read at most once per RECHECK_SECONDS for the same agent (a pass calls two hooks,
-    and a saved change on the settings page takes effect within a second)."""
+    and a saved change on the settings page takes effect within a second).  Never raises."""
     now = time.monotonic()
     try:
         seen = _RECENT.get(agent)
     except TypeError:  # an agent object that cannot be weakly referenced: read every time
-        return read(agent)
+        return _read_or_defaults(agent)
     if seen is not None and now - seen[0] < RECHECK_SECONDS:
         return seen[1]
-    value = read(agent)
+    value = _read_or_defaults(agent)
     _RECENT[agent] = (now, value)
     return value
+
+
+def _read_or_defaults(agent: Any) -> Settings:
+    try:
+        return read(agent)
+    except Exception as exc:  # noqa: BLE001 - the agent's loop must go on
+        return replace(DEFAULTS, problems=(f"[HTN] The settings of {PLUGIN} could not be read ({type(exc).__name__}: "
+                                           f"{exc}); the defaults apply",))
 
 
 _PARSED: dict[tuple, Settings] = {}  # (environment values, saved settings) -> parsed; two hook calls a pass
