@@ -30,6 +30,10 @@ if action == "zip":
     out = install_from_zip(arg, original_filename=os.path.basename(arg))
 elif action == "git":
     out = install_from_git(arg)
+elif action == "list":  # what the Plugins list shows of it
+    item = next(p for p in plugins.get_enhanced_plugins_list() if p.name == arg)
+    out = item.model_dump(include={"display_name", "version", "has_config_screen", "has_readme", "has_license",
+                                   "has_execute_script", "toggle_state", "per_project_config", "per_agent_config"})
 elif action == "toggle":  # the Plugins list's switch (for everyone)
     plugins.toggle_plugin("graph_workflow_engine", arg == "on")
     out = {"enabled": "graph_workflow_engine" in plugins.get_enabled_plugins(None)}
@@ -249,3 +253,21 @@ def test_a_projects_plan_folder_through_agent_zeros_own_project_and_config_helpe
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert Path(found["folder"]) == shop
     assert found["in"] == str(shop / "plans" / "htn_plan_library.json") and found["out"] == ""
+
+
+def test_the_plugins_list_shows_its_settings_page_readme_license_and_runs_execute(a0_source, tmp_path):
+    tree = A0Copy.fresh(a0_source, tmp_path)
+    if tree.layout != "new":
+        pytest.skip("plugins are Agent-Zero v1.x")
+    upload = tmp_path / "upload.zip"
+    shutil.copy(installer.build_zip(tmp_path / "dist"), upload)
+    assert a0_plugins(tree, "zip", str(upload))["success"]
+    from graph_engine import __version__
+    assert a0_plugins(tree, "list", PLUGIN) == {
+        "display_name": "Graph Workflow Engine", "version": __version__, "has_config_screen": True,
+        "has_readme": True, "has_license": True, "has_execute_script": True, "toggle_state": "enabled",
+        "per_project_config": True, "per_agent_config": True}
+    plugin = tree.root / "usr" / "plugins" / PLUGIN  # "Execute": Agent-Zero's Python, in the plugin folder
+    done = subprocess.run([str(tree.python), "execute.py"], capture_output=True, text=True, cwd=plugin, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith(f"Graph Workflow Engine {__version__}")
