@@ -59,6 +59,22 @@ def a0_plugins(tree: A0Copy, action: str, arg: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def v1_tree(source: Path, tmp_path: Path) -> A0Copy:
+    tree = A0Copy.fresh(source, tmp_path)
+    if tree.layout != "new":
+        pytest.skip("plugins are Agent-Zero v1.x")
+    return tree
+
+
+def install_zip(tree: A0Copy, tmp_path: Path) -> dict:
+    """The ZIP of `make plugin`, uploaded to the Plugins dialog (Agent-Zero deletes the upload afterwards)."""
+    upload = tmp_path / "upload.zip"
+    shutil.copy(installer.build_zip(tmp_path / "dist"), upload)
+    done = a0_plugins(tree, "zip", str(upload))
+    assert done["success"], done
+    return done
+
+
 def snapshot(root: Path) -> dict[str, str]:
     out = {}
     for path in sorted(root.rglob("*")):
@@ -87,9 +103,7 @@ def git_clone(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("route", ["zip", "git"])
 def test_installed_from_the_plugins_dialog_it_fixes_a_bug_and_deletes_cleanly(a0_source, tmp_path, route):
-    tree = A0Copy.fresh(a0_source, tmp_path)
-    if tree.layout != "new":
-        pytest.skip("plugins are Agent-Zero v1.x")
+    tree = v1_tree(a0_source, tmp_path)
     if route == "git" and not (installer.SRC / ".git").exists():
         pytest.skip("not a git checkout")
     legacy = tree.root / LEGACY
@@ -97,9 +111,7 @@ def test_installed_from_the_plugins_dialog_it_fixes_a_bug_and_deletes_cleanly(a0
     legacy.write_text(LEGACY_SELECTOR)
     before = snapshot(tree.root)
     if route == "zip":
-        upload = tmp_path / "upload.zip"  # Agent-Zero deletes the uploaded file after installing it
-        shutil.copy(installer.build_zip(tmp_path / "dist"), upload)
-        done = a0_plugins(tree, "zip", str(upload))
+        done = install_zip(tree, tmp_path)
     else:
         done = a0_plugins(tree, "git", git_url(tmp_path))
     assert done["success"] and done["plugin_name"] == PLUGIN and done["path"] == f"usr/plugins/{PLUGIN}"
@@ -123,12 +135,8 @@ def test_installed_from_the_plugins_dialog_it_fixes_a_bug_and_deletes_cleanly(a0
 
 @pytest.mark.parametrize("saved", [True, False])
 def test_the_settings_page_changes_where_plans_are_read_from(a0_source, tmp_path, saved):
-    tree = A0Copy.fresh(a0_source, tmp_path)
-    if tree.layout != "new":
-        pytest.skip("plugins are Agent-Zero v1.x")
-    upload = tmp_path / "upload.zip"
-    shutil.copy(installer.build_zip(tmp_path / "dist"), upload)
-    assert a0_plugins(tree, "zip", str(upload))["success"]
+    tree = v1_tree(a0_source, tmp_path)
+    install_zip(tree, tmp_path)
     shipped = json.loads((installer.SRC / "plan_library" / "htn_plan_library.json").read_text())
     plan = dict(shipped["plans"]["bugfix_workflow"], name="Calc Repair", domains=[],
                 triggers=["calc repair"], strong_triggers=["do the calc repair"])
@@ -151,9 +159,7 @@ def test_the_settings_page_changes_where_plans_are_read_from(a0_source, tmp_path
 
 
 def test_an_update_from_the_plugins_list_keeps_the_users_plans_and_settings(a0_source, tmp_path):
-    tree = A0Copy.fresh(a0_source, tmp_path)
-    if tree.layout != "new":
-        pytest.skip("plugins are Agent-Zero v1.x")
+    tree = v1_tree(a0_source, tmp_path)
     if not (installer.SRC / ".git").exists():
         pytest.skip("not a git checkout")
     legacy = tree.root / LEGACY
@@ -184,12 +190,8 @@ def test_an_update_from_the_plugins_list_keeps_the_users_plans_and_settings(a0_s
 
 
 def test_turned_off_in_the_plugins_list_nothing_runs_and_turned_on_the_saved_run_goes_on(a0_source, tmp_path):
-    tree = A0Copy.fresh(a0_source, tmp_path)
-    if tree.layout != "new":
-        pytest.skip("plugins are Agent-Zero v1.x")
-    upload = tmp_path / "upload.zip"
-    shutil.copy(installer.build_zip(tmp_path / "dist"), upload)
-    assert a0_plugins(tree, "zip", str(upload))["success"]
+    tree = v1_tree(a0_source, tmp_path)
+    install_zip(tree, tmp_path)
     p = project(tree)
     first = tree.run([BUG_REPORT.format(p=p)], [run_tests(p, "Reproduce"), respond("Reproduced; more later.")])
     saved = tree.state(first.chat_id)
@@ -231,12 +233,8 @@ print(json.dumps({"in": settings.read(agent).project_library, "out": settings.re
 
 
 def test_a_projects_plan_folder_through_agent_zeros_own_project_and_config_helpers(a0_source, tmp_path):
-    tree = A0Copy.fresh(a0_source, tmp_path)
-    if tree.layout != "new":
-        pytest.skip("plugins are Agent-Zero v1.x")
-    upload = tmp_path / "upload.zip"
-    shutil.copy(installer.build_zip(tmp_path / "dist"), upload)
-    assert a0_plugins(tree, "zip", str(upload))["success"]
+    tree = v1_tree(a0_source, tmp_path)
+    install_zip(tree, tmp_path)
     shop = tree.root / "usr" / "projects" / "shop"
     (shop / ".a0proj").mkdir(parents=True)
     (shop / "plans").mkdir()
@@ -256,12 +254,8 @@ def test_a_projects_plan_folder_through_agent_zeros_own_project_and_config_helpe
 
 
 def test_the_plugins_list_shows_its_settings_page_readme_license_and_runs_execute(a0_source, tmp_path):
-    tree = A0Copy.fresh(a0_source, tmp_path)
-    if tree.layout != "new":
-        pytest.skip("plugins are Agent-Zero v1.x")
-    upload = tmp_path / "upload.zip"
-    shutil.copy(installer.build_zip(tmp_path / "dist"), upload)
-    assert a0_plugins(tree, "zip", str(upload))["success"]
+    tree = v1_tree(a0_source, tmp_path)
+    install_zip(tree, tmp_path)
     from graph_engine import __version__
     assert a0_plugins(tree, "list", PLUGIN) == {
         "display_name": "Graph Workflow Engine", "version": __version__, "has_config_screen": True,
