@@ -61,6 +61,7 @@ class Runtime:
 
 
 _runtimes: dict[str, Runtime] = {}
+_located: dict[str, str] = {}  # extension file -> the library beside it (looked up once per process)
 
 
 def locate_library(ext_file: str) -> str:
@@ -79,8 +80,10 @@ def locate_library(ext_file: str) -> str:
 def runtime_for(ext_file: str, cfg: settings.Settings = settings.DEFAULTS) -> Runtime:
     """The runtime of the library these settings select: the environment's, the chat's project's, the
     plugin setting's, else the one beside the extension files (one runtime per library and plan limit)."""
+    if not _runtimes:
+        _located.clear()  # the runtimes were dropped (a new process, as tests model it): look again
     path = (os.environ.get("GRAPH_ENGINE_LIBRARY") or cfg.project_library or cfg.library_path
-            or locate_library(ext_file))
+            or _located.get(ext_file) or _located.setdefault(ext_file, locate_library(ext_file)))
     key = f"{path}|{cfg.max_plans}"
     rt = _runtimes.get(key)
     if rt is None:
