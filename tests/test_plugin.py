@@ -401,3 +401,22 @@ def test_settings_that_cannot_be_read_are_one_warning_and_the_defaults(a0, monke
     assert s.state["plan_id"] == "bugfix_workflow"
     assert "[HTN] The settings of graph_workflow_engine could not be read (OSError: disk gone); the defaults " \
            "apply" in s.log.texts("warning")
+
+
+def test_a_zip_of_the_whole_repository_installs_through_the_dialog(tmp_path, own_modules):
+    """What a code host's "Download ZIP" gives: one folder holding the repository, plugin.yaml at its top."""
+    import zipfile
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files"], capture_output=True, text=True)
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout")
+    archive = tmp_path / "agent-zero-graph-engine-main.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for name in listed.stdout.split():
+            if (ROOT / name).is_file():
+                z.write(ROOT / name, f"agent-zero-graph-engine-main/{name}")
+    root = legacy_tree(tmp_path)
+    before = snapshot(root)
+    assert install_plugin_zip(root, archive) == PLUGIN  # the folder is renamed after plugin.yaml's name
+    assert (root / "usr/plugins" / PLUGIN / "tests").is_dir() and not (root / LEGACY).exists()
+    uninstall_plugin(root, PLUGIN)
+    assert snapshot(root) == before
