@@ -27,7 +27,8 @@ def main() -> int:
         print(f"Graph Workflow Engine {getattr(package, '__version__', '?')}: this version has no self-test "
               "(graph_engine/selftest.py); the package loads, which is all that can be checked here")
         return 0
-    return int(selftest.main() or 0)
+    root = here.parents[2] if here.parent.name == "plugins" else Path("/a0")  # <root>/usr/plugins/<name>
+    return int(selftest.main(["--a0-root", str(root)]) or 0)
 
 
 if __name__ == "__main__":

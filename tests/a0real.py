@@ -3,7 +3,11 @@ own message loop with only the model scripted (see `graph_engine.a0driver`).
 
     tree = A0Copy.fresh(source_tree, tmp_path)      # a copy of the tree, its environment ready
     tree.install()                                  # the pack's own installer (plugin=True: the v1.x plugin)
-    run = tree.run(["fix the bug ..."], replies=[reply(...), ...])   # one Agent-Zero process
+    run = tree.run(["fix the bug ..."], replies=[terminal(...), respond(...)])   # one Agent-Zero process
+    # turns: a text is a user message, {"nudge": True} the web UI's Nudge, {"load": chat_id} loads the saved
+    # chats as Agent-Zero does at start-up; a reply "HANG" is a call that never returns (the process stops
+    # there, as a restart would stop it); context_window=N sets the chat model's context length (history is
+    # compressed past 0.7 of it); env=... adds environment variables to the Agent-Zero process
     run.calls[0]                                    # the text the first chat call received
     tree.state(run.chat_id), tree.audit(run.chat_id)  # the saved run state, the audit log's events
     run.hook_seconds("companion")                   # the hook's time per call
@@ -78,7 +82,8 @@ class A0Copy:
         return cls(source, root, python)
 
     # ── the pack ────────────────────────────────────────────────────────────
-    def install(self, plugin: bool = False, *extra: str) -> subprocess.CompletedProcess:
+    def install(self, plugin: bool = False, extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+        """install_graph_engine.sh into this copy, with the copy's environment as the framework's Python."""
         args = ["bash", str(INSTALLER), "--a0-root", str(self.root), "--yes", "--python", str(self.python)]
         args += ["--plugin"] if plugin else []
         env = {**os.environ, "GRAPH_ENGINE_INSTALL_PYTHON": str(self.python)}
@@ -96,13 +101,13 @@ class A0Copy:
         return self.installed("a0driver.py").parent.parent
 
     # ── one Agent-Zero process ──────────────────────────────────────────────
-    def run(self, turns: list, replies: list[str], history_limit: int | None = None,
-            utility_reply: str = "[]", env: dict | None = None) -> Run:
+    def run(self, turns: list, replies: list[str], context_window: int | None = None,
+            utility_reply: str = "[]", env: dict | None = None, timeout: float = 600) -> Run:
         """Run `turns` (a text is a user message; {"nudge": True}; {"load": chat_id}) in one process."""
         work = self.root.parent / f"run-{len(list(self.root.parent.glob('run-*')))}"
         work.mkdir()
         spec = {"turns": [{"user": t} if isinstance(t, str) else t for t in turns], "replies": replies,
-                "history_limit": history_limit, "utility_reply": utility_reply}
+                "context_window": context_window, "utility_reply": utility_reply, "timeout": timeout}
         (work / "script.json").write_text(json.dumps(spec))
         environ = {**os.environ, "PYTHONPATH": str(self.package_home()), "A0_ROOT": str(self.root),
                    "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}

@@ -213,7 +213,7 @@ def test_the_picture_is_written_beside_the_audit_log_and_named_by_the_card(proje
     run = s.agent._htn_last_run["run_id"]
     folder = project / "a0" / "usr" / "graph_engine" / "runs" / s.agent.context.id
     picture = folder / f"{run}.svg"
-    assert sorted(p.name for p in folder.iterdir()) == [f"{run}.jsonl", f"{run}.svg"]
+    assert sorted(p.name for p in folder.iterdir()) == [f"{run}.jsonl", f"{run}.state.json", f"{run}.svg"]
     assert cards(s.log)[0].content.splitlines()[-1] == f"Picture of the run: {picture}"
     assert s.agent._htn_last_run["picture"] == str(picture)
     words = " ".join(t.text or "" for t in ET.parse(picture).iter("{http://www.w3.org/2000/svg}text"))
@@ -260,7 +260,7 @@ def test_pruned_runs_take_their_pictures_with_them(project, monkeypatch, no_grap
         s = _finished_demo(project)
     folder = project / "a0" / "usr" / "graph_engine" / "runs" / s.agent.context.id
     run = s.agent._htn_last_run["run_id"]
-    assert sorted(p.name for p in folder.iterdir()) == [f"{run}.jsonl", f"{run}.mmd"]
+    assert sorted(p.name for p in folder.iterdir()) == [f"{run}.jsonl", f"{run}.mmd", f"{run}.state.json"]
 
 
 # ── a log of another shape, a reset log, a restart ──────────────────────────
@@ -366,7 +366,8 @@ def test_pictures_can_be_turned_off(project, monkeypatch):
     monkeypatch.setenv("GRAPH_ENGINE_PICTURE", "off")
     s = _finished_demo(project)
     folder = project / "a0" / "usr" / "graph_engine" / "runs" / s.agent.context.id
-    assert [p.suffix for p in folder.iterdir()] == [".jsonl"] and "picture" not in s.agent._htn_last_run
+    assert sorted("".join(p.suffixes) for p in folder.iterdir()) == [".jsonl", ".state.json"]
+    assert "picture" not in s.agent._htn_last_run
     assert "Picture of the run" not in cards(s.log)[0].content
 
 

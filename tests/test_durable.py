@@ -190,8 +190,10 @@ def test_audit_retention_keeps_the_newest_runs_of_a_chat(monkeypatch, tmp_path):
     (stale / "ancient.jsonl").write_text("{}\n")
     os.utime(stale / "ancient.jsonl", (time.time() - 40 * 86400,) * 2)
     start("bugfix_workflow")
-    names = sorted(p.name for p in chat.iterdir())
+    names = sorted(p.name for p in chat.glob("*.jsonl"))  # run logs (the new run's checkpoint is beside its log)
     assert len(names) == 5 and "old7.jsonl" in names and "old0.jsonl" not in names
+    assert sorted(p.name for p in chat.glob("*.state.json")) == [n.replace(".jsonl", ".state.json") for n in names
+                                                                 if not n.startswith("old")]
     assert not stale.exists()  # older than 30 days, and its chat folder left empty
 
 

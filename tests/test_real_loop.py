@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from a0real import A0Copy, respond, terminal
+from graph_engine.tools.standin import COMPANION
 
 BUG_REPORT = "fix the bug in {p}/calc.py: divide(1, 0) crashes with ZeroDivisionError"
 CALC = "def divide(a, b):\n    return a / b\n"
@@ -63,3 +64,109 @@ def test_bug_fix_completes(a0_tree):
     assert types(events)[-1] == "plan_completed"
     assert (p / "calc.py").read_text() == FIXED  # the real terminal ran the fix
     assert a0_tree.state(run.chat_id) is None  # nothing left active in the saved chat
+
+
+def fail_fix(p: Path, attempt: int = 1) -> str:
+    """A fix that fails (each attempt worded differently: Agent-Zero refuses a reply repeated word for word)."""
+    return terminal(f"sed -i 's|no such text {attempt}||' {p}/calc.py && false; echo \"[exit:$?]\"",
+                    f"Try fix {attempt}")
+
+
+def test_restart_during_a_call_judges_each_result_once_and_resumes(a0_tree):
+    """Stopped during an LLM call, loaded again in a new process and nudged (the web UI's Nudge): the result
+    judged before the stop is not judged again, and the next call says the run resumed and shows its step."""
+    p = project(a0_tree)
+    first = a0_tree.run([BUG_REPORT.format(p=p)], [run_tests(p, "Reproduce"), isolate(p), fail_fix(p), "HANG"])
+    assert first.hung and len(first.calls) == 4
+    assert "Current step: Implement the fix (attempt 2 of 3)" in first.last_user[3]
+    before = verdicts(a0_tree.audit(first.chat_id), "fix")
+    assert before == ["fail"]
+    second = a0_tree.run([{"load": first.chat_id}, {"nudge": True}],
+                         [fix(p), run_tests(p), run_tests(p, "Regressions"), respond("Fixed.")])
+    assert second.overrun == 0
+    resumed = second.last_user[0]
+    assert "[WORKFLOW RESUMED" in resumed and "PAUSED" not in resumed
+    assert "Current step: Implement the fix (attempt 2 of 3)" in resumed
+    events = a0_tree.audit(first.chat_id)
+    fix_checks = [e for e in events if e.get("type") == "node_verified" and e.get("node") == "fix"]
+    assert [e["outcome"] for e in fix_checks] == ["fail", "success"]
+    assert len({e.get("evidence_sha256") for e in fix_checks}) == 2
+    assert types(events)[-1] == "plan_completed"
+    assert (p / "calc.py").read_text() == FIXED
+
+
+def test_a_bug_that_never_gets_fixed_escalates(a0_tree):
+    p = project(a0_tree)
+    replies = [run_tests(p, "Reproduce"), isolate(p), fail_fix(p, 1), fail_fix(p, 2), fail_fix(p, 3),
+               respond("I could not fix it; the fix keeps failing.")]
+    run = a0_tree.run([BUG_REPORT.format(p=p)], replies)
+    assert run.overrun == 0
+    assert "Implement the fix (attempt 3 of 3)" in run.last_user[4]
+    assert "[WORKFLOW ESCALATED: Bug Fix Workflow]" in run.last_user[5]
+    events = a0_tree.audit(run.chat_id)
+    assert verdicts(events, "fix") == ["fail", "fail", "fail"]
+    assert len({e["evidence_sha256"] for e in events if e.get("node") == "fix" and "evidence_sha256" in e}) == 3
+    assert types(events)[-1] == "plan_escalated"
+    assert a0_tree.state(run.chat_id) is None
+
+
+def test_a_misformatted_reply_changes_nothing(a0_tree):
+    p = project(a0_tree)
+    replies = [run_tests(p, "Reproduce"), "Sure, I will look at the file now.", isolate(p), fix(p), run_tests(p),
+               run_tests(p, "Regressions"), respond("Fixed.")]
+    run = a0_tree.run([BUG_REPORT.format(p=p)], replies)
+    assert run.overrun == 0
+    assert "misformat" in run.calls[2].lower()  # Agent-Zero's own warning is in history
+    assert "Current step: Isolate the root cause (attempt 1 of 2)" in run.last_user[1]
+    assert "Current step: Isolate the root cause (attempt 1 of 2)" in run.last_user[2]
+    events = a0_tree.audit(run.chat_id)
+    assert verdicts(events, "isolate") == ["success"] and types(events)[-1] == "plan_completed"
+
+
+def test_history_compression_mid_run_judges_nothing_twice(a0_tree):
+    p = project(a0_tree)
+    noisy = f"seq 1 6000; cd {p} && python3 test_calc.py; echo \"[exit:$?]\""
+    replies = [terminal(noisy, "Reproduce with context"), isolate(p), fix(p), terminal(noisy, "Test"),
+               run_tests(p, "Regressions"), respond("Fixed.")]
+    run = a0_tree.run([BUG_REPORT.format(p=p)], replies, context_window=8000, timeout=240,
+                      utility_reply="The agent reproduced the failure and is fixing calc.py.")
+    assert run.overrun == 0
+    assert any("CHARACTERS REMOVED" in c or "messages_summary" in c for c in run.calls[2:])  # compressed
+    events = a0_tree.audit(run.chat_id)
+    judged = [(e["node"], e["outcome"]) for e in events if e.get("type") == "node_verified"]
+    assert judged == [("reproduce", "success"), ("isolate", "success"), ("fix", "success"), ("test", "success"),
+                      ("verify_no_regression", "success")]
+    assert types(events)[-1] == "plan_completed"
+
+
+def test_a_new_request_mid_run_ends_the_run_and_starts_its_plan(a0_tree):
+    p = project(a0_tree)
+    replies = [run_tests(p, "Reproduce"), respond("Reproduced; shall I go on?"),
+               terminal(f"cd {p} && git init -q . && git checkout -b feature/login; echo \"[exit:$?]\""),
+               respond("Branch created.")]
+    run = a0_tree.run([BUG_REPORT.format(p=p), "create a new branch called feature/login in " + str(p)], replies)
+    assert run.overrun == 0
+    assert "Current step: Isolate the root cause" in run.last_user[1]
+    switched = run.last_user[2]
+    assert "[WORKFLOW ENDED: Bug Fix Workflow]" in switched and "[WORKFLOW: Git Feature Branch]" in switched
+    assert "Isolate the root cause" not in switched.split("[WORKFLOW: Git Feature Branch]")[1]
+
+
+def test_small_talk_gets_no_workflow(a0_tree):
+    run = a0_tree.run(["hello! how are you today?"], [respond("I am fine, thank you.")])
+    assert run.overrun == 0 and len(run.calls) == 1
+    assert "[WORKFLOW" not in run.calls[0]
+    assert a0_tree.state(run.chat_id) is None and a0_tree.audit(run.chat_id) == []
+    assert len(run.hook_seconds("companion")) == len(run.hook_seconds("selector")) == 1
+
+
+def test_installed_as_a_plugin_the_plan_reaches_the_first_call(a0_source, tmp_path):
+    if (a0_source / "python" / "extensions").is_dir():
+        pytest.skip("the plugin form needs the v1.x layout")
+    tree = A0Copy.fresh(a0_source, tmp_path)
+    tree.install(plugin=True)
+    assert "usr/plugins/" in str(tree.installed(COMPANION.name))
+    p = project(tree)
+    run = tree.run([BUG_REPORT.format(p=p)], [run_tests(p, "Reproduce"), respond("Reproduced.")])
+    assert "[WORKFLOW: Bug Fix Workflow] step 1 of 5" in run.last_user[0]
+    assert verdicts(tree.audit(run.chat_id), "reproduce") == ["success"]

@@ -264,4 +264,4 @@ def test_the_plugins_list_shows_its_settings_page_readme_license_and_runs_execut
     plugin = tree.root / "usr" / "plugins" / PLUGIN  # "Execute": Agent-Zero's Python, in the plugin folder
     done = subprocess.run([str(tree.python), "execute.py"], capture_output=True, text=True, cwd=plugin, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.startswith(f"Graph Workflow Engine {__version__}")
+    assert done.stdout.strip().splitlines()[-1] == "PASS"  # the self-test, through the plugin's own files

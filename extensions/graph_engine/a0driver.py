@@ -15,7 +15,7 @@ this pack are timed per call.
 
     python -m graph_engine.a0driver --a0-root DIR --script SCRIPT.json --out RESULT.json
 SCRIPT.json: {"replies": [...], "turns": [{"user": "text"} | {"nudge": true} | {"load": CHAT_ID}],
-              "history_limit": TOKENS (optional), "utility_reply": "text" (optional)}
+              "context_window": TOKENS, "utility_reply": "text", "timeout": SECONDS per turn (all optional)}
 """
 
 import argparse
@@ -93,7 +93,7 @@ class _Embedded:
 class Session:
     """One Agent-Zero process's view: a context, the scripted model, hook timings. Blocking calls."""
 
-    def __init__(self, a0_root: str, script: Script, history_limit: int | None = None):
+    def __init__(self, a0_root: str, script: Script, context_window: int | None = None):
         self.root = Path(a0_root).resolve()
         self.script = script
         self.timings: list[dict] = []   # {"hook", "seconds", "iteration"}
@@ -104,12 +104,13 @@ class Session:
             sys.path.insert(0, str(self.root))
         os.environ.setdefault("A0_ROOT", str(self.root))
         self.new = (self.root / "helpers" / "extension.py").is_file()
+        self.logs_before = {str(p) for p in (self.root / "logs").glob("*")}
         self._as_in_container()
         self._patch_models()
         self._patch_memory()
         self._patch_extensions()
-        if history_limit:
-            self._patch_history_limit(history_limit)
+        if context_window:
+            self._patch_context_window(context_window)
         import agent as a0_agent
         self.a0 = a0_agent
         self.persist = self._helper("persist_chat")
@@ -166,12 +167,21 @@ class Session:
             if hasattr(module, "get_context_memory_subdir"):
                 module.get_context_memory_subdir = lambda context, _s=subdir: _s
 
-    def _patch_history_limit(self, limit: int) -> None:
-        history = self._helper("history")
-        if hasattr(history.History, "_get_ctx_size_for_history"):
-            history.History._get_ctx_size_for_history = lambda self_: limit
-        if hasattr(history, "_get_ctx_size_for_history"):
-            history._get_ctx_size_for_history = lambda: limit
+    def _patch_context_window(self, tokens: int) -> None:
+        """The chat model's context length as its settings would give it (history is compressed past 0.7 of it)."""
+        import importlib
+        if self.new:
+            config = importlib.import_module("plugins._model_config.helpers.model_config")
+            real = config.get_chat_model_config
+
+            def chat_config(*args, **kwargs):
+                return {**real(*args, **kwargs), "ctx_length": tokens}
+            config.get_chat_model_config = chat_config
+            self._helper("history").get_chat_model_config = chat_config
+        else:
+            settings = self._helper("settings")
+            real_settings = settings.get_settings
+            settings.get_settings = lambda: {**real_settings(), "chat_model_ctx_length": tokens}
 
     def _patch_extensions(self) -> None:
         ext = self._helper("extension")
@@ -238,9 +248,20 @@ class Session:
     def agent_data(self) -> dict:
         return dict(self.context.agent0.data) if self.context else {}
 
+    def scratch_paths(self) -> list[Path]:
+        """What this process adds to the tree: its chat, its memory folder, its console log file."""
+        paths = [self.root / "usr" / "memory" / self.memory_subdir]
+        if self.context is not None:
+            paths.append(self.root / "usr" / "chats" / self.context.id)
+        log_file = getattr(self._helper("print_style").PrintStyle, "log_file_path", None)
+        if log_file and Path(log_file).is_file() and log_file not in self.logs_before:
+            paths.append(Path(log_file))
+        return paths
+
     def close(self, remove_chat: bool = True) -> None:
-        """Remove what this run left in the tree: its chat (when asked) and its memory folder."""
+        """Remove what this run left in the tree: its chat and console log (when asked) and its memory folder."""
         import shutil
+        paths = self.scratch_paths()
         if self.context is not None and remove_chat:
             try:
                 self.context.kill_process()
@@ -248,7 +269,11 @@ class Session:
                 pass
             self.persist.remove_chat(self.context.id)
             self.a0.AgentContext.remove(self.context.id)
-        shutil.rmtree(self.root / "usr" / "memory" / self.memory_subdir, ignore_errors=True)
+        for path in paths if remove_chat else paths[:1]:  # the memory folder always goes
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            elif path.is_file():
+                path.unlink()
 
 
 def _result(session: Session, chat_id: str, outcome: list) -> dict:
@@ -266,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     spec = json.loads(Path(args.script).read_text())
     out = Path(args.out).resolve()
     session = Session(args.a0_root, Script(spec.get("replies", []), spec.get("utility_reply", "[]")),
-                      history_limit=spec.get("history_limit"))
+                      context_window=spec.get("context_window"))
     chat_id, outcomes = "", []
     for turn in spec.get("turns", []):
         if "load" in turn:
@@ -275,7 +300,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if session.context is None:
             chat_id = session.start()
-        result = session.nudge() if turn.get("nudge") else session.send(turn["user"])
+        timeout = float(spec.get("timeout") or 600)
+        result = session.nudge(timeout) if turn.get("nudge") else session.send(turn["user"], timeout)
         outcomes.append(result if isinstance(result, str) or result is None else str(result))
         out.write_text(json.dumps(_result(session, chat_id, outcomes)))
         if result == HANG:

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from . import card, engine, render, settings
-from .audit import AuditLog, read_lines, runs_dir
+from .audit import AuditLog, read_checkpoint, read_lines, runs_dir, write_checkpoint
 from .catalogue import LibraryCache
-from .history import CallOutput, new_intervention, newest_call_output, reply_before_user_message, user_words
+from .history import (CallOutput, from_framework, new_intervention, newest_call_output, reply_before_user_message,
+                      user_words)
 from .model import Plan
 from .render_graph import picture_setting, run_picture
 from .salute import build_report, write_report
@@ -130,6 +131,8 @@ def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
     if raw_state is None:
         raw_state = _saved_state(agent)
         restored = raw_state is not None
+        if restored:
+            raw_state = _newest_record(rt, agent, raw_state)
     if raw_state is None and not _may_start(rt, library, loop_data):
         return  # no run, and no user message that could start one: nothing can happen in this pass
     problems: list[str] = []
@@ -191,6 +194,8 @@ def observe(agent: Any, loop_data: Any, hook: str, state: Any = None,
     else:  # an intervention the user wrote while the agent worked: no hook knows its domain
         words = new_intervention(history)
         key, known = (f"{monologue}~{zlib.crc32(words.encode('utf-8', 'replace')):08x}" if words else ""), False
+    if words and from_framework(words):  # the Nudge: the run goes on, as after any pass without new words
+        words, key = "", ""
     return engine.Observation(
         hook=hook,
         monologue=monologue,
@@ -215,6 +220,29 @@ def _saved_state(agent: Any) -> Any:
     if isinstance(saved, dict) and saved.get("status", "active") != "active":
         return None
     return saved
+
+
+def _newest_record(rt: Runtime, agent: Any, saved: Any) -> Any:
+    """The run as its audit log's checkpoint has it, when that is newer than the state saved with the chat:
+    Agent-Zero saves the chat at the end of a pass, so a stop during the LLM call loses what this pass's hooks
+    did (a result judged, a step moved on), while the audit lines and the checkpoint beside them were written
+    before the hook returned."""
+    if not isinstance(saved, dict) or not isinstance(saved.get("run_id"), str):
+        return saved
+    newer = read_checkpoint(rt.audit.path(_chat_id(agent), saved["run_id"]))
+    if (not isinstance(newer, dict) or newer.get("run_id") != saved["run_id"]
+            or not isinstance(newer.get("audit_seq"), int) or not isinstance(saved.get("audit_seq", 0), int)
+            or newer["audit_seq"] <= saved.get("audit_seq", 0)):
+        return saved
+    problem = _untrusted(rt, newer)
+    if problem:
+        _log_once(rt, agent, "warning", f"[HTN] The audit log's checkpoint of run {saved['run_id']} is not usable "
+                                        f"({problem}); the run continues from the chat's saved state")
+        return saved
+    _log(agent, "info", f"[HTN] Workflow '{saved.get('plan_name', saved.get('plan_id', ''))}': the chat was saved "
+                        f"before its last {newer['audit_seq'] - saved.get('audit_seq', 0)} audit event(s); the run "
+                        "continues from the audit log's checkpoint")
+    return newer
 
 
 def _resume(rt: Runtime, agent: Any, state: dict) -> dict | None:
@@ -447,9 +475,11 @@ def _audit(rt: Runtime, agent: Any, state: dict) -> None:
     if not spool:
         try:
             rt.audit.write(path, blob, done)
-            return
         except OSError as exc:
             _spool_warning(rt, agent, exc)
+        else:
+            write_checkpoint(path, state)  # best effort: without one, a restart resumes from the chat as before
+            return
     _keep(rt, agent, spool or [], [path, blob.decode("utf-8", "replace"), done])
 
 

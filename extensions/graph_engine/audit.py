@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import time
 from collections import OrderedDict
 from datetime import datetime, timezone
@@ -41,6 +42,8 @@ DEFAULT_DAYS = 30
 HEAD_KEYS = frozenset(("time", "chat", "agent", "run", "plan", "version"))
 MAX_OPEN = 16  # run files kept open between calls (one per active run)
 PICTURE_SUFFIXES = (".svg", ".mmd")  # the picture of a run, written beside its log when it ends
+CHECKPOINT_SUFFIX = ".state.json"  # the run's state as of its newest audit line, beside its log
+MAX_CHECKPOINT = 8 << 20
 _ENCODE = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False, separators=(", ", ": ")).encode
 
 
@@ -244,9 +247,40 @@ def _run_files(folder: str) -> list[str]:
         return []
 
 
+def checkpoint_path(log_path: str) -> str:
+    return log_path[: -len(".jsonl")] + CHECKPOINT_SUFFIX
+
+
+def write_checkpoint(log_path: str, state: dict[str, Any]) -> None:
+    """The state as of the audit lines just written, replacing the previous one in one rename.  Agent-Zero
+    saves the chat only at the end of a pass; this survives a stop in the middle of one.  Best effort: a
+    failure leaves the previous checkpoint (older than the chat's state, so never used)."""
+    path = checkpoint_path(log_path)
+    try:
+        with open(path + ".tmp", "wb") as f:
+            f.write(_orjson.dumps(state) if _orjson is not None else json.dumps(state).encode())
+        os.replace(path + ".tmp", path)
+    except (OSError, TypeError, ValueError):
+        _unlink(path + ".tmp")
+
+
+def read_checkpoint(log_path: str) -> Any:
+    """The run's checkpoint as written (to be checked like any restored state), or None."""
+    path = checkpoint_path(log_path)
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_CHECKPOINT:  # only a regular file, bounded
+            return None
+        with open(path, "rb") as f:
+            return json.loads(f.read(MAX_CHECKPOINT + 1))
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
 def _unlink_run(path: str) -> None:
-    """A run's audit log and the picture written beside it when the run ended."""
+    """A run's audit log and what was written beside it: its checkpoint, the picture when the run ended."""
     _unlink(path)
+    _unlink(checkpoint_path(path))
     for suffix in PICTURE_SUFFIXES:
         _unlink(path[: -len(".jsonl")] + suffix)
 

@@ -226,17 +226,34 @@ def _judge(run: Run, obs: Observation, key: str) -> None:
         return
     evidence = Evidence(tool=out.tool, text=out.text, reply=out.reply, truncated=out.truncated)
     text = judged_text(evidence)  # cleaned once: the check, the capture and the hash read the same text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass"))  # the hash of text + NUL + reply
+    digest.update(b"\0" + out.reply[:MAX_REPLY_HASHED].encode("utf-8", "surrogatepass"))
+    if _judged_already(s, obs, key, digest.hexdigest()):
+        return
     verdict = check(node.verify, evidence, text)
     if verdict.too_slow:
         run.fx.log("warning", f"[HTN] Plan '{run.plan.id}': the check of step '{node.name}' took too long on a "
                               f"{len(text):,}-character output and counts as failed; simplify its pattern in the "
                               "plan library (graph-engine validate names the slow ones)")
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass"))  # the hash of text + NUL + reply
-    digest.update(b"\0" + out.reply[:MAX_REPLY_HASHED].encode("utf-8", "surrogatepass"))
+    s["judged"] = [key, digest.hexdigest()]
     if run.plan.mode == "linear":
         _linear_verdict(run, node, verdict, digest.hexdigest())
     else:
         _graph_verdict(run, node, verdict, digest.hexdigest(), capture(node.verify, evidence, text))
+
+
+def _judged_already(s: dict[str, Any], obs: Observation, key: str, digest: str) -> bool:
+    """At a monologue's first pass the newest result in history is attributed to the previous monologue's
+    last call.  When that call never returned (Agent-Zero stopped during it: a restart, then the Nudge), the
+    newest result is still the one an earlier call produced and this run judged: not evidence again."""
+    judged = s.get("judged")
+    if obs.iteration != 0 or not isinstance(judged, list) or len(judged) != 2:
+        return False
+    if judged[1] != digest or judged[0] == key:
+        return False
+    emit(s, "evidence_ignored", node=s["current_node"], tool=obs.output.tool if obs.output else "",
+         reason=f"the result of call {judged[0]}, already judged; call {key} returned nothing")
+    return True
 
 
 # ── graph traversal ─────────────────────────────────────────────────────────

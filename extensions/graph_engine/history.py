@@ -120,6 +120,16 @@ def _response_text(reply: str) -> str:
         return reply
 
 
+_SYSTEM_ONLY = re.compile(r'\A\s*(?:```(?:json)?\s*)?\{\s*"system_message"\s*:\s*"(?:[^"\\]|\\.)*"\s*,?\s*\}'
+                          r'\s*(?:```)?\s*\Z')
+
+
+def from_framework(words: str) -> bool:
+    """A "user message" that only carries a system message: Agent-Zero's Nudge (prompt fw.msg_nudge.md,
+    ``{"system_message": "Nudged - continue"}``) after a stop or restart.  Not a request from the person."""
+    return '"system_message"' in words[:200] and _SYSTEM_ONLY.match(words) is not None
+
+
 def user_words(user_message: Any) -> str:
     """The user's own words from ``loop_data.user_message`` (a Message with ``.output()``, or plain data)."""
     if user_message is None:

@@ -706,6 +706,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="replace plans you edited by the shipped versions (kept in htn_plan_library.shipped.json)")
     ap.add_argument("--build-plugin", metavar="DIR",
                     help=f"write DIR/{PLUGIN}-<version>.zip for Agent-Zero's Plugins dialog and print its path")
+    ap.add_argument("--self-test", action="store_true",
+                    help="run a short scripted bug fix through the installed pack in Agent-Zero's own message loop "
+                         "(no model is called); one line per check, then PASS or FAIL (exit 0 only on PASS)")
     ap.add_argument("--version", action="version", version=f"%(prog)s {pack_version()}")
     args = ap.parse_args(argv)
     root = Path(args.a0_root).resolve()
@@ -715,6 +718,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.check:
             return check(root, args.plugin)
+        if args.self_test:
+            return self_test(root, framework_python(args.python, root) or sys.executable)
         if args.take_shipped:
             confirm(f"Replace plan(s) {args.take_shipped} by the shipped version(s) in {root}?", args.yes or args.dry_run)
             return take(root, [x.strip() for x in args.take_shipped.split(",") if x.strip()], args.dry_run)
@@ -843,6 +848,28 @@ def check_dialog(root: Path) -> int:
     say(f"installed: {where}; {len(changed)} file(s) differ from this pack {pack_version()}, e.g. {changed[0]}; "
         "update it in Agent-Zero's Plugins list")
     return 1
+
+
+def self_test(root: Path, python: str) -> int:
+    """Run graph_engine.selftest from where the manifest says the pack is installed, with the framework's Python
+    (Agent-Zero's own code and packages), as its own process."""
+    manifest = read_manifest(root)
+    if manifest is None:
+        raise Refused(f"the pack is not installed at {root} (no {STATE_DIR / MANIFEST}); install it first")
+    home = root / manifest["ext_root"]
+    if not (home / "graph_engine").is_dir():  # a plugin: the package is beside extensions/python/
+        home = home.parent
+    if not (home / "graph_engine" / "selftest.py").is_file():
+        raise Refused(f"{home / 'graph_engine' / 'selftest.py'} is missing; run the installer again to restore it")
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(home))
+    for key in ("GRAPH_ENGINE_LIBRARY", "GRAPH_ENGINE_HOME", "GRAPH_ENGINE_RUNS_DIR"):
+        env.pop(key, None)
+    try:
+        return subprocess.run([python, "-B", "-m", "graph_engine.selftest", "--a0-root", str(root)],
+                              env=env, cwd=str(root), timeout=900).returncode
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        say(f"self-test: could not run {python}: {exc}; pass the framework's Python with --python PATH")
+        return 1
 
 
 def run_install(root: Path, args: argparse.Namespace) -> int:

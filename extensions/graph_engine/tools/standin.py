@@ -34,6 +34,7 @@ COMPANION = EXT_DIR / "message_loop_prompts_after" / "_75_graph_workflow_context
 LIBRARY = ROOT / "plan_library" / "htn_plan_library.json"
 FIXTURES = ROOT / "fixtures"
 PROMPT_LINE = "root@vm:/a0/usr/workdir#"
+NUDGE = '{\n  "system_message": "Nudged - continue",\n}\n'  # the user message the Nudge adds (fw.msg_nudge.md)
 
 
 # ── the framework's base class, on either layout ────────────────────────────
@@ -359,6 +360,7 @@ class Session:
         self.loop: LoopData | None = None
         self.records: list[PassRecord] = []
         self.monologue_open = False
+        self.saved: dict[str, Any] = {}
 
     # a user message opens a monologue (a new LoopData)
     def user(self, text: str) -> None:
@@ -393,6 +395,7 @@ class Session:
         if intervention:
             self.history.append({"ai": False, "content": {"user_intervention": intervention}})
             self.monologue_open = True
+        self.saved = self._saved_data()  # message_loop_end: Agent-Zero saves the chat at the end of a pass
         state = getattr(self.agent, "_htn_state", None)
         record = PassRecord(loop.iteration, prompt_extras, reply, json.loads(json.dumps(state)) if state else None)
         self.records.append(record)
@@ -414,12 +417,16 @@ class Session:
         for ext in extensions:
             asyncio.run(ext.execute(loop_data=loop))
 
-    def restarted(self) -> "Session":
+    def _saved_data(self) -> dict[str, Any]:
+        return json.loads(json.dumps({k: v for k, v in self.agent.data.items() if not k.startswith("_")}))
+
+    def restarted(self, saved: dict[str, Any] | None = None) -> "Session":
         """Agent-Zero restarted (or the chat was reloaded): a new process, the agent rebuilt from chat.json.
 
         Only data keys without a leading "_" survive (JSON round trip); attributes such as
-        ``_htn_state`` are gone; the chat history is restored."""
-        saved = json.loads(json.dumps({k: v for k, v in self.agent.data.items() if not k.startswith("_")}))
+        ``_htn_state`` are gone; the chat history is restored.  ``saved``: the data as last saved (default:
+        as it is now)."""
+        saved = self._saved_data() if saved is None else saved
         agent = Agent(self.agent.number)
         agent.context.id = self.agent.context.id
         agent.context.log = self.agent.context.log.restored()  # the chat's log is saved with it
@@ -431,6 +438,17 @@ class Session:
                       agent=agent, bst=self.bst, allowed_plans=self.allowed_plans)
         new.history = json.loads(json.dumps(self.history))
         return new
+
+    def stopped_during_call(self) -> "Session":
+        """Agent-Zero stopped during an LLM call and started again: the hooks of the pass ran, its call never
+        returned, and the chat on disk is the one saved at the end of the pass before."""
+        saved = self.saved
+        self.run_pass(None)
+        return self.restarted(saved)
+
+    def nudge(self) -> None:
+        """The web UI's Nudge after a stop: a new user message holding Agent-Zero's fw.msg_nudge.md."""
+        self.user(NUDGE)
 
     # helpers for assertions
     @property

@@ -1,0 +1,82 @@
+"""Agent-Zero stopped during an LLM call, the chat loaded again, then the web UI's Nudge (as the real loop does
+it: tests/test_real_loop.py): each result is judged once, and the next call says the run resumed."""
+
+import os
+from pathlib import Path
+
+from scenario import FixtureModel, started
+
+from graph_engine.audit import read_lines
+from graph_engine.tools.standin import NUDGE, Session
+
+
+def audit_events() -> list[dict]:
+    runs = Path(os.environ["A0_ROOT"]) / "usr" / "graph_engine" / "runs"
+    return [e for path in sorted(runs.rglob("*.jsonl")) for e in read_lines(str(path))]
+
+
+def at_first_failed_fix() -> tuple[Session, FixtureModel]:
+    """A bug-fix run whose first fix just failed: its result is in history, not judged yet."""
+    s, model = started(), FixtureModel("bugfix_workflow", {"fix": 1})
+    while model.failed.get("fix", 0) < 1:
+        s.run_pass(model)
+    return s, model
+
+
+def test_a_result_judged_before_a_stop_is_not_judged_again_after_the_nudge():
+    s, model = at_first_failed_fix()
+    s = s.stopped_during_call()  # this pass's hooks judged the result; the chat on disk is older
+    fix_checks = [e for e in audit_events() if e["type"] == "node_verified" and e["node"] == "fix"]
+    assert [e["outcome"] for e in fix_checks] == ["fail"]
+    s.nudge()
+    record = s.run_pass(model)
+    assert "Implement the fix (attempt 2 of 3)" in record.prompt_extras["htn_active_plan"]
+    s.run_pass(model)
+    fix_checks = [e for e in audit_events() if e["type"] == "node_verified" and e["node"] == "fix"]
+    assert [e["outcome"] for e in fix_checks] == ["fail", "success"]
+    assert len({e["evidence_sha256"] for e in fix_checks}) == 2
+    seqs = [e["seq"] for e in audit_events()]
+    assert seqs == sorted(set(seqs))  # the run's log goes on from where it was, no number given twice
+
+
+def test_the_result_seen_again_after_the_nudge_is_not_attributed_to_the_call_that_never_returned():
+    s, model = at_first_failed_fix()
+    s.run_pass(None)  # this pass's call never returns; the chat holds the state as the hooks left it
+    s = s.restarted()
+    s.nudge()
+    s.run_pass(model)  # the newest result in history is still the failed fix, judged already
+    fix_checks = [e for e in audit_events() if e["type"] == "node_verified" and e["node"] == "fix"]
+    assert [e["outcome"] for e in fix_checks] == ["fail"]
+    assert s.state["visited"]["fix"]["failures"] == 1
+    assert any(e["type"] == "evidence_ignored" and "already judged" in e["reason"] for e in audit_events())
+
+
+def test_the_nudge_is_not_a_new_request_the_next_call_says_the_run_resumed_and_shows_its_step():
+    s, model = at_first_failed_fix()
+    s.run_pass(None)
+    s = s.restarted()
+    s.nudge()
+    told = s.run_pass(model).prompt_extras["htn_active_plan"]
+    assert told.startswith("[WORKFLOW RESUMED: Bug Fix Workflow]")
+    assert "Current step: Implement the fix" in told and "PAUSED" not in told
+
+
+def test_a_nudge_without_a_restart_shows_the_step_again():
+    s, model = at_first_failed_fix()
+    s.run_pass(None)
+    s.nudge()
+    told = s.run_pass(model).prompt_extras["htn_active_plan"]
+    assert told.startswith("[WORKFLOW: Bug Fix Workflow]") and "Current step: Implement the fix" in told
+
+
+
+def test_a_damaged_checkpoint_is_said_and_the_chat_s_state_is_used():
+    s, model = at_first_failed_fix()
+    s = s.stopped_during_call()
+    checkpoint = next((Path(os.environ["A0_ROOT"]) / "usr" / "graph_engine" / "runs").rglob("*.state.json"))
+    checkpoint.write_text('{"run_id": "%s", "audit_seq": 999, "schema": "nonsense"}'
+                          % s.agent.get_data("graph_engine_state")["run_id"])
+    s.nudge()
+    told = s.run_pass(model).prompt_extras["htn_active_plan"]
+    assert "[WORKFLOW RESUMED: Bug Fix Workflow]" in told  # the run goes on from the chat's state
+    assert any("checkpoint" in t and "not usable" in t for t in s.log.texts("warning"))
