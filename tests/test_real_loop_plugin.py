@@ -265,3 +265,7 @@ def test_the_plugins_list_shows_its_settings_page_readme_license_and_runs_execut
     done = subprocess.run([str(tree.python), "execute.py"], capture_output=True, text=True, cwd=plugin, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip().splitlines()[-1] == "PASS"  # the self-test, through the plugin's own files
+    shell = subprocess.run(["bash", str(installer.SRC / "install_graph_engine.sh"), "--a0-root", str(tree.root),
+                            "--python", str(tree.python), "--self-test"], capture_output=True, text=True,
+                           timeout=900)  # the shell installer's --self-test finds the plugin's package too
+    assert shell.returncode == 0 and shell.stdout.strip().splitlines()[-1] == "PASS", shell.stdout + shell.stderr
