@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench prompts real-loop real-loop-bench clean
+.PHONY: demo test bench prompts plugin real-loop real-loop-bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed; set PYTHON=python3.11 (or newer)")'
@@ -24,6 +24,10 @@ test: $(STAMP)
 # fixtures/cards/*.txt (review the diff)
 prompts: $(STAMP)
 	$(BIN)/python -m pytest tests/test_prompts.py tests/test_card.py --snapshot-update -q
+
+# the ZIP that Agent-Zero v1.x's Plugins dialog installs (only what runs inside Agent-Zero); prints its path
+plugin:
+	@$(PYTHON) -B extensions/graph_engine/tools/installer.py --build-plugin dist
 
 # the `bench` extra (LangGraph, for the side-by-side rows) is installed on top of the test extras
 $(VENV)/.bench-installed: $(STAMP)

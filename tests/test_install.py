@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from graph_engine.tools.standin import FIXTURES, ROOT
+from graph_engine.tools.standin import FIXTURES, ROOT, SELECTOR
 
 SCRIPT = ROOT / "install_graph_engine.sh"
 BASE = "class Extension:\n    def __init__(self, agent=None, **kwargs):\n        self.agent = agent\n"
@@ -88,8 +88,7 @@ def test_old_layout_with_the_linear_selector_install_again_and_uninstall(tmp_pat
     assert r.returncode == 0, r.stdout + r.stderr
     assert "v0.9.x layout; installing into python/extensions/" in r.stdout
     hook = root / "python" / "extensions" / "before_main_llm_call"
-    assert (hook / "_15_htn_plan_selector.py").read_bytes() == \
-        (ROOT / "extensions" / "before_main_llm_call" / "_15_htn_plan_selector.py").read_bytes()
+    assert (hook / "_15_htn_plan_selector.py").read_bytes() == SELECTOR.read_bytes()
     assert (root / "python" / "extensions" / "message_loop_prompts_after" / "_75_graph_workflow_context.py").is_file()
     installed = root / "python" / "extensions" / "graph_engine"
     runtime = ROOT / "extensions" / "graph_engine"
@@ -158,7 +157,7 @@ def test_plugin_install_moves_a_competing_selector_aside_and_puts_it_back(tmp_pa
     r = run(root, "--yes", "--plugin")
     assert r.returncode == 0, r.stdout
     plugin = root / "usr" / "plugins" / "graph_workflow_engine"
-    assert (plugin / "plugin.yaml").read_text().startswith("title: Graph Workflow Engine")
+    assert (plugin / "plugin.yaml").read_bytes() == (ROOT / "plugin.yaml").read_bytes()  # with its name
     installed = json.loads((plugin / "extensions/python/before_main_llm_call/htn_plan_library.json").read_text())
     assert installed["plans"]["my_linear"] == MY_LINEAR  # carried into the plugin's library
     assert (plugin / "extensions/python/message_loop_prompts_after/_75_graph_workflow_context.py").is_file()
@@ -432,6 +431,110 @@ def test_a_broken_dot_plan_beside_the_library_is_a_warning_and_is_never_touched(
     assert (dot.read_bytes(), good.read_bytes()) == before
     assert run(root, "--uninstall", "--yes").returncode == 0
     assert (dot.read_bytes(), good.read_bytes()) == before
+
+
+# ── the installed form, Agent-Zero's Python, rollback, what uninstall leaves ─
+
+
+def test_a_plain_rerun_after_plugin_keeps_the_plugin_and_check_answers_for_it(tmp_path):
+    root = make_tree(tmp_path, "new", legacy="usr")
+    assert run(root, "--yes", "--plugin").returncode == 0
+    plugin = root / "usr/plugins/graph_workflow_engine"
+    (plugin / "extensions/python/message_loop_prompts_after/_75_graph_workflow_context.py").write_text("# edited\n")
+    r = run(root, "--yes")  # the README's plain command
+    assert r.returncode == 0, r.stdout
+    assert "installed as the plugin usr/plugins/graph_workflow_engine (--plugin): keeping that form" in r.stdout
+    assert (plugin / "plugin.yaml").read_bytes() == (ROOT / "plugin.yaml").read_bytes()
+    assert not (root / "usr/extensions/python/before_main_llm_call/_15_htn_plan_selector.py").exists()
+    assert manifest(root)["plugin"] == "usr/plugins/graph_workflow_engine"
+    check = run(root, "--check")  # without --plugin: it answers for the form that is installed
+    assert check.returncode == 0 and "at usr/plugins/graph_workflow_engine/extensions/python/, every file intact" \
+        in check.stdout
+
+
+def test_switching_the_form_is_said_before_it_is_done(tmp_path):
+    root = make_tree(tmp_path, "new", legacy="usr")
+    assert run(root, "--yes").returncode == 0
+    r = run(root, "--yes", "--plugin")
+    assert r.returncode == 0 and "--plugin: the pack's files in usr/extensions/python/ move into the plugin " \
+        "usr/plugins/graph_workflow_engine/ (each is backed up first)" in r.stdout
+
+
+def test_without_agent_zeros_python_it_stops_before_changing_anything_and_names_python(tmp_path):
+    root = make_tree(tmp_path, "new", legacy="usr")
+    write(root / "helpers" / "extension.py", "import simpleeval_is_not_here\n" + BASE)  # needs the framework's venv
+    before = snapshot(root)
+    env = dict(os.environ, GRAPH_ENGINE_INSTALL_PYTHON=sys.executable)
+    r = subprocess.run(["bash", str(SCRIPT), "--a0-root", str(root), "--yes"], capture_output=True, text=True,
+                       env=env, stdin=subprocess.DEVNULL, timeout=120)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "Agent-Zero's Python was not found (looked for /opt/venv-a0/bin/python" in r.stdout
+    assert "No module named 'simpleeval_is_not_here'" in r.stdout
+    assert "pass the Python that runs Agent-Zero with --python PATH; nothing was changed" in r.stdout
+    assert snapshot(root) == before and not r.stderr
+
+
+def test_the_trees_own_venv_is_agent_zeros_python(tmp_path):
+    root = make_tree(tmp_path, "new")
+    (root / ".venv" / "bin").mkdir(parents=True)
+    (root / ".venv" / "bin" / "python").symlink_to(sys.executable)
+    env = dict(os.environ, GRAPH_ENGINE_INSTALL_PYTHON=sys.executable)
+    r = subprocess.run(["bash", str(SCRIPT), "--a0-root", str(root), "--yes"], capture_output=True, text=True,
+                       env=env, stdin=subprocess.DEVNULL, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"verify: with {root / '.venv' / 'bin' / 'python'}" in r.stdout
+
+
+@pytest.mark.parametrize("legacy", [None, "usr"])
+def test_a_rollback_never_raises_and_leaves_the_tree_exactly_as_it_was(tmp_path, legacy):
+    root = make_tree(tmp_path, "new", legacy=legacy)
+    hook = root / "usr/extensions/python/before_main_llm_call"
+    hook.mkdir(parents=True, exist_ok=True)
+    (hook / "mine.dot").write_text("digraph mine { start [shape=Mdiamond]; start -> nowhere }")  # disabled plan
+    write(root / "helpers" / "extension.py", "raise RuntimeError('broken framework')\n")
+    before = snapshot(root)
+    r = run(root, "--yes")
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert "rolled back: the tree is as before this run" in r.stdout
+    assert snapshot(root) == before  # no usr/graph_engine/ left behind either
+
+
+def test_a_rollback_that_cannot_restore_a_file_names_it_and_goes_on(tmp_path, capsys):
+    from graph_engine.tools import installer
+    root = make_tree(tmp_path, "new", legacy="usr")
+    manifest_ = {"installed": [{"path": "usr/extensions/python/before_main_llm_call/_15_htn_plan_selector.py"}],
+                 "_run": {"backup": "usr/graph_engine/backups/gone", "created": [], "state_created": False,
+                          "backed_up": ["usr/extensions/python/before_main_llm_call/_15_htn_plan_selector.py"]}}
+    assert installer.rollback(root, manifest_, previous=None) is False
+    out = capsys.readouterr().out
+    assert out.startswith("rollback incomplete: could not restore usr/extensions/python/before_main_llm_call/"
+                          "_15_htn_plan_selector.py from ") and "FileNotFoundError" in out
+
+
+@pytest.mark.parametrize("legacy", [None, "usr"])
+def test_uninstall_leaves_nothing_of_the_pack_but_the_backups_it_names(tmp_path, legacy):
+    root = make_tree(tmp_path, "new", legacy=legacy)
+    before = snapshot(root)
+    assert run(root, "--yes").returncode == 0
+    assert run(root, "--yes", "--plugin").returncode == 0  # a second run: a second backup folder
+    r = run(root, "--uninstall", "--yes")
+    assert r.returncode == 0, r.stdout
+    assert snapshot(root, skip_state=True) == before
+    left = sorted(p.relative_to(root).as_posix() for p in (root / "usr/graph_engine").rglob("*") if p.is_file()) \
+        if (root / "usr/graph_engine").exists() else []
+    named = r.stdout.split("kept: ", 1)[1].strip().split(", ") if "kept: " in r.stdout else []
+    assert named, r.stdout  # the first run's and the --plugin run's backups of what they replaced
+    assert left and all(any(f.startswith(n) for n in named) for f in left)
+    assert not [f for f in left if "uninstalled" in f]
+
+
+def test_a_fresh_install_and_uninstall_leave_the_tree_exactly_as_it_was(tmp_path):
+    root = make_tree(tmp_path, "new")
+    before = snapshot(root)
+    assert run(root, "--yes").returncode == 0
+    r = run(root, "--uninstall", "--yes")
+    assert r.returncode == 0 and "nothing of the pack is left in" in r.stdout
+    assert snapshot(root) == before
 
 
 # ── install_all.sh ──────────────────────────────────────────────────────────

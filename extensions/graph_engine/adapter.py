@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import card, control, engine, render
+from . import card, control, engine, render, settings
 from .audit import AuditLog, read_checkpoint, read_lines, runs_dir, write_checkpoint
 from .catalogue import LibraryCache
 from .history import (CallOutput, from_framework, new_intervention, newest_call_output, reply_before_user_message,
@@ -74,6 +74,7 @@ class Runtime:
 
 
 _runtimes: dict[str, Runtime] = {}
+_located: dict[str, str] = {}  # extension file -> the library beside it (looked up once per process)
 
 
 def locate_library(ext_file: str) -> str:
@@ -83,26 +84,34 @@ def locate_library(ext_file: str) -> str:
         return env
     here = Path(ext_file).resolve().parent
     for candidate in (here / LIBRARY_NAME, here.parent / "before_main_llm_call" / LIBRARY_NAME,
-                      here.parent.parent / "plan_library" / LIBRARY_NAME):
+                      here.parents[2] / "plan_library" / LIBRARY_NAME):  # the repository, or the plugin's root
         if candidate.is_file():
             return str(candidate)
     return str(here.parent / "before_main_llm_call" / LIBRARY_NAME)
 
 
-def runtime_for(ext_file: str) -> Runtime:
-    rt = _runtimes.get(ext_file)
+def runtime_for(ext_file: str, cfg: settings.Settings = settings.DEFAULTS) -> Runtime:
+    """The runtime of the library these settings select: the environment's, the chat's project's, the
+    plugin setting's, else the one beside the extension files (one runtime per library and plan limit)."""
+    if not _runtimes:
+        _located.clear()  # the runtimes were dropped (a new process, as tests model it): look again
+    path = (os.environ.get("GRAPH_ENGINE_LIBRARY") or cfg.project_library or cfg.library_path
+            or _located.get(ext_file) or _located.setdefault(ext_file, locate_library(ext_file)))
+    key = f"{path}|{cfg.max_plans}"
+    rt = _runtimes.get(key)
     if rt is None:
-        path = locate_library(ext_file)
-        rt = next((r for r in _runtimes.values() if r.library.path == path), None)
-        rt = rt or Runtime(path, os.environ.get("A0_ROOT", "/a0"))
-        _runtimes[ext_file] = rt
+        rt = _runtimes[key] = Runtime(path, os.environ.get("A0_ROOT", "/a0"))
     return rt
 
 
 def run_hook(agent: Any, loop_data: Any, hook: str, ext_file: str, runtime: Runtime | None = None) -> None:
     """One hook call from an extension file.  Never raises."""
-    rt = runtime or runtime_for(ext_file)
+    cfg = settings.current(agent)
+    token = settings.ACTIVE.set(cfg)
+    rt = runtime or runtime_for(ext_file, cfg)
     try:
+        for line in cfg.problems:
+            _log_once(rt, agent, "warning", line)
         _run(rt, agent, loop_data, hook)
     except Exception as exc:  # noqa: BLE001 - the agent's loop must go on
         frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
@@ -110,6 +119,8 @@ def run_hook(agent: Any, loop_data: Any, hook: str, ext_file: str, runtime: Runt
         _log_once(rt, agent, "error", f"[HTN] Workflow engine error ({type(exc).__name__} at {where}: {exc}); "
                                       "the engine skipped this hook call, the agent continues. Please report it.",
                   key=f"{type(exc).__name__}:{where}:{exc}")
+    finally:
+        settings.ACTIVE.reset(token)
 
 
 def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
@@ -624,7 +635,7 @@ def _card(rt: Runtime, agent: Any, state: dict, picture: str = "", search: bool 
     """Create the run's card, or update it in place when what it shows changed; a log without Agent-Zero's
     item API turns cards off with one warning.  ``search``: the card may be one restored with the chat's log."""
     shown = getattr(agent, CARD_ATTR, None)
-    if shown is False:
+    if shown is False or not settings.active("card"):
         return
     run_id = state.get("run_id", "")
     picture = picture or state.get("picture", "")

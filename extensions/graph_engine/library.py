@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
+from . import settings
 from .lint import ERROR, Diagnostic, cross_plan_triggers, diag, lint_plan, raw_structure
 from .model import Plan, PlanError, compile_plan
 from .reading import MAX_DEPTH, TooLarge, decode_text, read_regular, scan_document, value_problem
@@ -25,7 +26,7 @@ UNUSABLE_FIX = f"write a finite number, a shorter integer or plain text there, n
 
 MAX_LIBRARY_BYTES = 20 * 1024 * 1024  # for up to MAX_PLANS plans; a higher GRAPH_ENGINE_MAX_PLANS raises it
 BYTES_PER_PLAN = 20 * 1024  # ... by this much per plan allowed
-MAX_PLANS = 1000  # a reload happens inside the agent's loop: bound its cost
+MAX_PLANS = settings.DEFAULT_MAX_PLANS  # a reload happens inside the agent's loop: bound its cost
 MAX_DOT_BYTES = 1024 * 1024  # one DOT plan
 
 
@@ -173,10 +174,8 @@ def library_meta(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _max_plans() -> int:
-    try:
-        return max(1, int(os.environ.get("GRAPH_ENGINE_MAX_PLANS", MAX_PLANS)))
-    except ValueError:
-        return MAX_PLANS
+    """GRAPH_ENGINE_MAX_PLANS, else the plugin setting, else MAX_PLANS."""
+    return settings.active("max_plans")
 
 
 def _problem_lines(path: str, found: list[Diagnostic]) -> list[str]:

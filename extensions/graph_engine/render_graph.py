@@ -9,12 +9,12 @@ when Graphviz's ``dot`` is installed, mermaid text otherwise.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
 from typing import Any, Mapping
 
+from . import settings
 from .model import Plan
 
 MERMAID_SHAPE = {"start": ("([", "])"), "exit": ("([", "])"), "task": ("[", "]"), "decision": ("{", "}"),
@@ -26,7 +26,7 @@ RUN = "#1f6feb"
 FINAL = "#0b3d91"
 DOT_SECONDS = 1.0  # the drawing thread waits at most this long for Graphviz (the shipped plans take 20-60 ms)
 DOT_MAX_NODES = 40  # above it Graphviz's layout time grows steeply (a 60-node chain with a shared escalation: 3 s)
-PICTURE_SETTINGS = ("auto", "mermaid", "off")
+PICTURE_SETTINGS = settings.PICTURES
 ENDINGS = ("plan_completed", "plan_escalated", "plan_expired", "plan_ended", "plan_aborted", "plan_withdrawn")
 
 
@@ -62,8 +62,9 @@ def drawable(plan: Plan) -> Mapping[str, Any]:
 
 
 def picture_setting() -> str:
-    """GRAPH_ENGINE_PICTURE: ``auto`` (SVG when Graphviz is installed, else mermaid), ``mermaid`` or ``off``."""
-    value = os.environ.get("GRAPH_ENGINE_PICTURE", "auto").strip().lower()
+    """GRAPH_ENGINE_PICTURE, else the plugin setting: ``auto`` (SVG when Graphviz is installed, else mermaid),
+    ``mermaid`` or ``off``."""
+    value = str(settings.active("picture")).strip().lower()
     return value if value in PICTURE_SETTINGS else "auto"
 
 

@@ -8,7 +8,11 @@ What it touches, and nothing else:
 * ``<ext root>/message_loop_prompts_after/_75_graph_workflow_context.py``;
 * ``<ext root>/graph_engine/`` (the engine package; the loader in the two files finds it there);
 * ``<root>/usr/graph_engine/`` (install manifest and backups);
-* with ``--plugin``: ``<root>/usr/plugins/graph_workflow_engine/plugin.yaml``.
+* with ``--plugin``: the plugin folder ``<root>/usr/plugins/graph_workflow_engine/``, holding the same files as
+  the ZIP of ``make plugin`` (``plugin_files``) plus the merged library.
+
+A plugin installed by Agent-Zero's own Plugins dialog (from the ZIP or a Git URL) is recorded in the same
+manifest by its ``hooks.py`` (``adopt`` and ``release``, form ``dialog``), so either route sees the other.
 
 ``<ext root>`` is ``python/extensions`` on the old layout (v0.9.x) and ``usr/extensions/python`` (or the
 plugin's ``extensions/python``) on the new one.  Every file it replaces is copied to a new backup folder
@@ -27,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import time
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +41,7 @@ from graph_engine.tools.user_plans import SHIPPED_BESIDE, Merged, merge, read_pl
 
 SRC = Path(__file__).resolve().parents[3]  # the repository
 PACKAGE = SRC / "extensions" / "graph_engine"  # the runtime: its own modules, not its tools/ subpackage
+SRC_HOOKS = SRC / "extensions" / "python"  # the two extension files, in the v1.x layout
 SELECTOR = "_15_htn_plan_selector.py"
 COMPANION = "_75_graph_workflow_context.py"
 LIBRARY = "htn_plan_library.json"
@@ -45,6 +51,8 @@ STATE_DIR = Path("usr") / "graph_engine"
 MANIFEST = "install_manifest.json"
 FRAMEWORK_PYTHON = "/opt/venv-a0/bin/python"
 MARK = "Graph workflow engine"  # first line of this pack's extension files
+DIALOG = "dialog"  # the manifest's form for a plugin that Agent-Zero's Plugins dialog installed
+PLUGIN_TOP = ("plugin.yaml", "hooks.py", "execute.py", "default_config.yaml", "LICENSE", "README.md")
 OPTIONAL = ("orjson", "jsonschema", "wordllama")  # wordllama: requests matched by meaning, not only by words
 
 
@@ -148,23 +156,54 @@ def competing_selectors(layout: Layout) -> list[Path]:
 # ── what to install ─────────────────────────────────────────────────────────
 
 
+def plugin_files(src: Path = SRC) -> dict[str, bytes]:
+    """What runs inside Agent-Zero, as the plugin folder holds it (paths relative to the plugin's root): the
+    ZIP of ``make plugin`` and an install with ``--plugin`` hold exactly these (no tests, fixtures or bench)."""
+    hooks = src / "extensions" / "python"
+    found = [src / name for name in PLUGIN_TOP]
+    found += sorted((src / "webui").rglob("*"))
+    found += [hooks / "before_main_llm_call" / SELECTOR, hooks / "message_loop_prompts_after" / COMPANION]
+    found += sorted((src / "extensions" / "graph_engine").rglob("*.py"))
+    found += sorted((src / "plan_library").glob("*.json"))
+    return {p.relative_to(src).as_posix(): p.read_bytes() for p in found
+            if p.is_file() and "__pycache__" not in p.parts}
+
+
+def build_zip(out_dir: Path) -> Path:
+    """``make plugin``: ``<out_dir>/graph_workflow_engine-<version>.zip`` holding ``plugin_files()`` in one folder
+    named after the plugin, byte-identical for the same sources (fixed times, sorted)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{PLUGIN}-{pack_version()}.zip"
+    tmp = path.with_name(path.name + ".tmp")
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
+        for rel, data in sorted(plugin_files().items()):
+            info = zipfile.ZipInfo(f"{PLUGIN}/{rel}", date_time=(2020, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, data)
+    os.replace(tmp, path)
+    return path
+
+
 def payload(layout: Layout, merged: Merged) -> dict[str, bytes]:
     ext = layout.ext_root
+    if layout.plugin_dir is not None:
+        files = {layout.plugin_dir / rel: data for rel, data in plugin_files().items()}
+        files[ext / "before_main_llm_call" / LIBRARY] = merged.data
+        if merged.beside is not None:
+            files[ext / "before_main_llm_call" / SHIPPED_BESIDE] = merged.beside
+        return {layout.rel(p): data for p, data in files.items()}
     files = {
-        ext / "before_main_llm_call" / SELECTOR: (SRC / "extensions" / "before_main_llm_call" / SELECTOR).read_bytes(),
+        ext / "before_main_llm_call" / SELECTOR: (SRC_HOOKS / "before_main_llm_call" / SELECTOR).read_bytes(),
         ext / "before_main_llm_call" / LIBRARY: merged.data,
         ext / "before_main_llm_call" / SCHEMA: (SRC / "plan_library" / SCHEMA).read_bytes(),
         ext / "message_loop_prompts_after" / COMPANION:
-            (SRC / "extensions" / "message_loop_prompts_after" / COMPANION).read_bytes(),
+            (SRC_HOOKS / "message_loop_prompts_after" / COMPANION).read_bytes(),
     }
     for py in sorted(PACKAGE.glob("*.py")):  # the package folder's modules; tools/ stays out of Agent-Zero
         files[ext / "graph_engine" / py.name] = py.read_bytes()
     if merged.beside is not None:
         files[ext / "before_main_llm_call" / SHIPPED_BESIDE] = merged.beside
-    if layout.plugin_dir is not None:
-        files[layout.plugin_dir / "plugin.yaml"] = (
-            f"title: Graph Workflow Engine\ndescription: Multi-step requests as verified graph workflows "
-            f"(replaces the linear HTN plan selector).\nversion: {pack_version()}\n").encode()
     return {layout.rel(p): data for p, data in files.items()}
 
 
@@ -204,7 +243,7 @@ def plan_install(layout: Layout) -> Plan:
             raise Refused(f"{path} exists and is not a file; nothing was changed")
         if path.is_file() and rel not in ours_before and file_sha(path) != sha256(data):
             plan.replace.append(rel)
-    plan.move_out = [layout.rel(p) for p in competing]
+    plan.move_out = [layout.rel(p) for p in competing if layout.rel(p) not in ours_before]  # the user's
     plan.remove = [rel for rel in ours_before if rel not in files and (layout.root / rel).is_file()]
     return plan
 
@@ -282,6 +321,7 @@ def install(plan: Plan, dry_run: bool) -> dict:
     report_user_plans(plan, verb)
     if dry_run:
         return {}
+    state_created = not (root / STATE_DIR).exists()
     if to_backup:
         backup = new_backup_dir(root)
         backup_rel = layout.rel(backup)
@@ -314,7 +354,8 @@ def install(plan: Plan, dry_run: bool) -> dict:
         "backups": [*(plan.previous or {}).get("backups", []), *([backup_rel] if backup_rel else [])],
     }
     write_manifest(root, manifest, backup_rel)
-    manifest["_run"] = {"backup": backup_rel, "backed_up": to_backup, "created": sorted(set(created), key=len)}
+    manifest["_run"] = {"backup": backup_rel, "backed_up": to_backup, "created": sorted(set(created), key=len),
+                        "state_created": state_created}
     return manifest
 
 
@@ -339,27 +380,50 @@ def report_user_plans(plan: Plan, verb: str) -> None:
                     "the backup folder")
 
 
-def rollback(root: Path, manifest: dict, previous: dict | None) -> None:
-    """Undo one install run: put back every file it backed up, remove what it added, restore the manifest."""
-    run = manifest.pop("_run")
+def rollback(root: Path, manifest: dict, previous: dict | None) -> bool:
+    """Undo one install run: put back every file it backed up, remove what it added, restore the manifest.
+
+    Never raises: a step that fails is named (with where its copy is) and the other steps still run."""
+    run = manifest.pop("_run", None) or {"backup": None, "backed_up": [], "created": [], "state_created": False}
     backed = set(run["backed_up"])
-    for e in manifest["installed"]:
+    failed: list[str] = []
+
+    def attempt(what: str, step) -> None:
+        try:
+            step()
+        except Exception as exc:  # noqa: BLE001 - a rollback goes on, and says what it could not do
+            failed.append(f"{what} ({type(exc).__name__}: {exc})")
+
+    for e in manifest.get("installed", []):
         if e["path"] not in backed and (root / e["path"]).is_file():
-            (root / e["path"]).unlink()
+            attempt(f"remove {e['path']}", (root / e["path"]).unlink)
     for rel in backed:
-        dest = root / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(root / run["backup"] / rel, dest)
-    clear_caches(root, [e["path"] for e in manifest["installed"]] + list(backed))
+        source, dest = root / str(run["backup"]) / rel, root / rel
+        attempt(f"restore {rel} from {source}",
+                lambda source=source, dest=dest: (dest.parent.mkdir(parents=True, exist_ok=True),
+                                                  shutil.copy2(source, dest)))
+    attempt("clear compiled caches",
+            lambda: clear_caches(root, [e["path"] for e in manifest.get("installed", [])] + list(backed)))
     for rel in reversed(run["created"]):
-        folder = root / rel
-        if folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
+        attempt(f"remove the empty folder {rel}", lambda folder=root / rel: remove_if_empty(folder))
     if previous is None:
-        (root / STATE_DIR / MANIFEST).unlink()
+        attempt("remove the manifest", lambda: (root / STATE_DIR / MANIFEST).unlink(missing_ok=True))
     else:
-        write_manifest(root, previous, None)
-    say(f"rolled back: the tree is as before this run (copies in {root / run['backup']})")
+        attempt("restore the manifest", lambda: write_manifest(root, previous, None))
+    if failed:
+        say(f"rollback incomplete: could not {'; could not '.join(failed)}")
+        return False
+    copies = f" (copies in {root / run['backup']})" if run["backup"] else ""
+    if run.get("state_created"):  # every file is back: the folder this run made holds nothing still needed
+        attempt(f"remove {STATE_DIR}", lambda: shutil.rmtree(root / STATE_DIR))
+        copies = f"{copies}; could not {failed[-1]}" if failed else ""
+    say(f"rolled back: the tree is as before this run{copies}")
+    return True
+
+
+def remove_if_empty(folder: Path) -> None:
+    if folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
 
 
 def write_manifest(root: Path, manifest: dict, backup_rel: str | None) -> None:
@@ -384,7 +448,9 @@ def clear_caches(root: Path, rels: list[str]) -> None:
             cache.rmdir()
 
 
-def uninstall(root: Path, dry_run: bool) -> int:
+def uninstall(root: Path, dry_run: bool, keep_under: Path | None = None) -> int:
+    """Restore what the pack replaced and remove what it installed.  ``keep_under``: a plugin folder that
+    Agent-Zero deletes itself right after (its files stay for it to delete)."""
     manifest = read_manifest(root)
     if manifest is None:
         raise Refused(f"no install manifest at {root / STATE_DIR / MANIFEST}: this pack is not installed here "
@@ -419,7 +485,7 @@ def uninstall(root: Path, dry_run: bool) -> int:
                         f"them back from there when you need them")
     for e in manifest["installed"]:
         path = root / e["path"]
-        if path.is_file():
+        if path.is_file() and not (keep_under is not None and path.is_relative_to(keep_under)):
             path.unlink()
     for o in manifest["originals"]:
         dest = root / o["path"]
@@ -430,16 +496,46 @@ def uninstall(root: Path, dry_run: bool) -> int:
     clear_caches(root, [e["path"] for e in manifest["installed"]] + [o["path"] for o in manifest["originals"]])
     for rel in sorted(manifest.get("created_dirs", []), key=len, reverse=True):
         folder = root / rel
+        if keep_under is not None and folder.is_relative_to(keep_under):
+            continue
         cache = folder / "__pycache__"
         if cache.is_dir() and not any(cache.iterdir()):
             cache.rmdir()
-        if folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
-    done = root / STATE_DIR / f"{MANIFEST}.uninstalled-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
-    os.replace(root / STATE_DIR / MANIFEST, done)
+        remove_if_empty(folder)
+    (root / STATE_DIR / MANIFEST).unlink()  # each backup folder holds the manifest as it was when it was made
+    if keep_under is not None:  # deleting the plugin leaves the tree as it was before it was installed
+        drop_restored_backups(root, manifest.get("backups", []), keep_under)
+    kept = leave_only_backups(root)
     say(f"uninstalled: {len(manifest['installed'])} file(s) removed, {len(manifest['originals'])} restored; "
-        f"backups kept in {root / STATE_DIR / 'backups'}")
+        + (f"kept: {', '.join(kept)}" if kept else f"nothing of the pack is left in {root}"))
     return 0
+
+
+def drop_restored_backups(root: Path, backups: list[str], keep_under: Path) -> None:
+    """Remove the backup folders that hold nothing the tree does not have again byte for byte (a file under
+    ``keep_under``, about to be deleted, does not count as there)."""
+    for rel in backups:
+        folder = root / rel
+        if not folder.is_dir():
+            continue
+        copies = [p for p in folder.rglob("*") if p.is_file() and p != folder / MANIFEST]
+        live = [root / p.relative_to(folder) for p in copies]
+        if all(t.is_file() and not t.is_relative_to(keep_under) and file_sha(t) == file_sha(c)
+               for c, t in zip(copies, live)):
+            shutil.rmtree(folder)
+
+
+def leave_only_backups(root: Path) -> list[str]:
+    """After an uninstall: remove the pack's empty state folders; name what is left (backup folders, and the
+    audit logs of past runs, which are the user's record)."""
+    state = root / STATE_DIR
+    backups = state / "backups"
+    kept = [f"{STATE_DIR.as_posix()}/backups/{b.name}/" for b in sorted(backups.iterdir())] if backups.is_dir() else []
+    if (state / "runs").is_dir():
+        kept.append(f"{STATE_DIR.as_posix()}/runs/ (the audit logs of past runs)")
+    remove_if_empty(backups)
+    remove_if_empty(state)
+    return kept
 
 
 def added_plans(root: Path, rel: str, manifest: dict) -> list[str]:
@@ -448,6 +544,10 @@ def added_plans(root: Path, rel: str, manifest: dict) -> list[str]:
         return []
     original = next((o for o in manifest.get("originals", []) if o["path"] == rel), None)
     before = set(read_plans(root / original["backup"])[0]) if original else set()
+    for o in manifest.get("originals", []):  # a library that stays beside a selector the pack moved aside
+        beside = (root / o["path"]).parent / LIBRARY
+        if beside != root / rel and beside.is_file():
+            before |= set(read_plans(beside)[0])
     return [pid for pid in read_plans(root / rel)[0] if pid not in manifest.get("plans", {}) and pid not in before]
 
 
@@ -487,10 +587,40 @@ print(json.dumps(out))
 """
 
 
-def framework_python(explicit: str | None) -> str:
+def framework_python(explicit: str | None, root: Path) -> str | None:
+    """--python, else the Docker image's framework venv, else the tree's own venv; None when none is there."""
     if explicit:
         return explicit
-    return FRAMEWORK_PYTHON if os.access(FRAMEWORK_PYTHON, os.X_OK) else sys.executable
+    for candidate in (Path(FRAMEWORK_PYTHON), root / ".venv" / "bin" / "python", root / "venv" / "bin" / "python"):
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+PROBE = "import importlib, os, sys; os.chdir(sys.argv[1]); sys.path.insert(0, sys.argv[1]); " \
+        "importlib.import_module(sys.argv[2])"
+
+
+def python_or_refuse(layout: Layout, explicit: str | None) -> str:
+    """The Python to verify with: Agent-Zero's, or this one when it imports Agent-Zero's base class; else stop
+    before anything is changed and name --python."""
+    found = framework_python(explicit, layout.root)
+    if found:
+        return found
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    try:
+        proc = subprocess.run([sys.executable, "-B", "-c", PROBE, str(layout.root), layout.base_module],
+                              capture_output=True, text=True, timeout=120, env=env)
+        problem = "" if proc.returncode == 0 else ((proc.stderr or proc.stdout).strip().splitlines() or ["?"])[-1]
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        problem = str(exc)
+    if not problem:
+        return sys.executable
+    looked = ", ".join(str(p) for p in (Path(FRAMEWORK_PYTHON), layout.root / ".venv/bin/python",
+                                        layout.root / "venv/bin/python"))
+    raise Refused(f"Agent-Zero's Python was not found (looked for {looked}) and {sys.executable} cannot import "
+                  f"{layout.base_module} ({problem}); pass the Python that runs Agent-Zero with --python PATH; "
+                  "nothing was changed")
 
 
 def verify(layout: Layout, python: str, required: list[str]) -> tuple[bool, dict]:
@@ -574,6 +704,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="only report whether this version is installed and intact (exit 0 yes, 1 no)")
     ap.add_argument("--take-shipped", metavar="ID[,ID...]|all",
                     help="replace plans you edited by the shipped versions (kept in htn_plan_library.shipped.json)")
+    ap.add_argument("--build-plugin", metavar="DIR",
+                    help=f"write DIR/{PLUGIN}-<version>.zip for Agent-Zero's Plugins dialog and print its path")
     ap.add_argument("--self-test", action="store_true",
                     help="run a short scripted bug fix through the installed pack in Agent-Zero's own message loop "
                          "(no model is called); one line per check, then PASS or FAIL (exit 0 only on PASS)")
@@ -581,14 +713,20 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     root = Path(args.a0_root).resolve()
     try:
+        if args.build_plugin:
+            say(str(build_zip(Path(args.build_plugin).resolve())))
+            return 0
         if args.check:
             return check(root, args.plugin)
         if args.self_test:
-            return self_test(root, framework_python(args.python))
+            return self_test(root, framework_python(args.python, root) or sys.executable)
         if args.take_shipped:
             confirm(f"Replace plan(s) {args.take_shipped} by the shipped version(s) in {root}?", args.yes or args.dry_run)
             return take(root, [x.strip() for x in args.take_shipped.split(",") if x.strip()], args.dry_run)
         if args.uninstall:
+            if recorded_form(root) in (DIALOG, "unrecorded"):
+                raise Refused(f"the pack is the Agent-Zero plugin usr/plugins/{PLUGIN}: delete it in Agent-Zero's "
+                              "Plugins list (that restores what it replaced); nothing was changed")
             confirm(f"Uninstall the graph workflow engine from {root}?", args.yes or args.dry_run)
             return uninstall(root, args.dry_run)
         return run_install(root, args)
@@ -647,7 +785,10 @@ def take(root: Path, ids: list[str], dry_run: bool) -> int:
 
 
 def check(root: Path, plugin: bool) -> int:
-    layout = detect(root, plugin)
+    form = recorded_form(root)
+    if form in (DIALOG, "unrecorded"):
+        return check_dialog(root)
+    layout = detect(root, plugin or form == "plugin")
     plan = plan_install(layout)
     if up_to_date(plan):
         say(f"installed: version {plan.previous.get('version')} at {layout.rel(layout.ext_root)}/, every file intact")
@@ -667,6 +808,48 @@ def check(root: Path, plugin: bool) -> int:
     return 1
 
 
+def recorded_form(root: Path) -> str:
+    """How the pack is installed: "" (not at all), "files" (hook folders), "plugin" (this installer's --plugin),
+    DIALOG (Agent-Zero's Plugins dialog) or "unrecorded" (a plugin folder that no manifest records)."""
+    manifest = read_manifest(root)
+    if manifest is None:
+        return "unrecorded" if (root / "usr" / "plugins" / PLUGIN / "plugin.yaml").is_file() else ""
+    return manifest.get("form") or ("plugin" if manifest.get("plugin") else "files")
+
+
+def keep_form(root: Path, args: argparse.Namespace) -> None:
+    """A re-run keeps the form that is installed, or says what changes; a dialog install is the dialog's."""
+    form = recorded_form(root)
+    if form in (DIALOG, "unrecorded"):
+        how = "through the Plugins dialog" if form == DIALOG else "(a plugin folder no install record names)"
+        raise Refused(f"the pack is installed as the Agent-Zero plugin usr/plugins/{PLUGIN} {how}; update or "
+                      "delete it in Agent-Zero's Plugins list (deleting it restores what it replaced); "
+                      "nothing was changed")
+    if form == "plugin" and not args.plugin:
+        say(f"installed as the plugin usr/plugins/{PLUGIN} (--plugin): keeping that form; to install into "
+            "usr/extensions/python/ instead, run --uninstall first")
+        args.plugin = True
+    elif form == "files" and args.plugin:
+        say(f"--plugin: the pack's files in {read_manifest(root).get('ext_root')}/ move into the plugin "
+            f"usr/plugins/{PLUGIN}/ (each is backed up first)")
+
+
+def check_dialog(root: Path) -> int:
+    """--check for a plugin installed through the Plugins dialog: its files against this pack's."""
+    folder = root / "usr" / "plugins" / PLUGIN
+    meta = (folder / "plugin.yaml").read_text(errors="replace").splitlines()
+    version = next((line.split(":", 1)[1].strip() for line in meta if line.startswith("version:")), "unknown")
+    changed = [rel for rel, data in plugin_files().items()
+               if not (folder / rel).is_file() or file_sha(folder / rel) != sha256(data)]
+    where = f"version {version} as the Agent-Zero plugin usr/plugins/{PLUGIN} (Plugins dialog)"
+    if not changed:
+        say(f"installed: {where}, every file intact")
+        return 0
+    say(f"installed: {where}; {len(changed)} file(s) differ from this pack {pack_version()}, e.g. {changed[0]}; "
+        "update it in Agent-Zero's Plugins list")
+    return 1
+
+
 def self_test(root: Path, python: str) -> int:
     """Run graph_engine.selftest from where the manifest says the pack is installed, with the framework's Python
     (Agent-Zero's own code and packages), as its own process."""
@@ -674,6 +857,8 @@ def self_test(root: Path, python: str) -> int:
     if manifest is None:
         raise Refused(f"the pack is not installed at {root} (no {STATE_DIR / MANIFEST}); install it first")
     home = root / manifest["ext_root"]
+    if not (home / "graph_engine").is_dir():  # a plugin: the package is beside extensions/python/
+        home = home.parent
     if not (home / "graph_engine" / "selftest.py").is_file():
         raise Refused(f"{home / 'graph_engine' / 'selftest.py'} is missing; run the installer again to restore it")
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(home))
@@ -688,8 +873,9 @@ def self_test(root: Path, python: str) -> int:
 
 
 def run_install(root: Path, args: argparse.Namespace) -> int:
+    keep_form(root, args)
     layout = detect(root, args.plugin)
-    python = framework_python(args.python)
+    python = python_or_refuse(layout, args.python)
     say(f"Agent-Zero at {root}: {'v0.9.x' if layout.name == 'old' else 'v1.x'} layout; "
         f"installing into {layout.rel(layout.ext_root)}/")
     plan = plan_install(layout)
@@ -728,3 +914,82 @@ def run_install(root: Path, args: argparse.Namespace) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# ── the Plugins dialog's install: called by the plugin's hooks.py ───────────
+
+
+def a0_root_of(plugin_dir: Path) -> Path:
+    """Agent-Zero's root for a plugin folder ``<root>/usr/plugins/<name>``."""
+    if plugin_dir.parent.name != "plugins" or plugin_dir.parent.parent.name != "usr":
+        raise Refused(f"{plugin_dir} is not a folder usr/plugins/<name> of an Agent-Zero tree; nothing was changed")
+    return plugin_dir.parent.parent.parent
+
+
+def adopt(plugin_dir: Path, python: str | None = None) -> dict:
+    """hooks.install(): the plugin folder the dialog wrote is the install.  Take over from a linear selector that
+    would outrank it (usr/extensions/python/ is read before plugins; the selector is kept in a backup and named in
+    the manifest), carry the user's plans into the plugin's library, verify, record it all in the one manifest.
+    Raises Refused with the tree as it was when it cannot."""
+    root = a0_root_of(plugin_dir)
+    layout = Layout("new", root, plugin_dir / "extensions" / "python", "helpers.extension", plugin_dir)
+    previous = read_manifest(root)
+    if previous is not None and previous.get("plugin") != layout.rel(plugin_dir):
+        raise Refused(f"the pack is already installed by install_graph_engine.sh into {previous.get('ext_root')}/, "
+                      f"which Agent-Zero reads before any plugin; run `bash install_graph_engine.sh --uninstall "
+                      f"--yes` first, then install the plugin again; nothing was changed")
+    competing = competing_selectors(layout)
+    hook = layout.ext_root / "before_main_llm_call"
+    merged = merge(SRC / "plan_library" / LIBRARY, [hook / LIBRARY] + [p.parent / LIBRARY for p in competing],
+                   (previous or {}).get("plans", {}), shipped_history())
+    files = {layout.rel(hook / LIBRARY): merged.data}
+    if merged.beside is not None:
+        files[layout.rel(hook / SHIPPED_BESIDE)] = merged.beside
+    plan = Plan(layout=layout, files=files, merged=merged, previous=previous,
+                move_out=[layout.rel(p) for p in competing])
+    plan.remove = [e["path"] for e in (previous or {}).get("installed", [])
+                   if e["path"] not in files and (root / e["path"]).is_file()]
+    writable_or_refuse(touched_dirs(plan))
+    manifest = install(plan, dry_run=False)
+    good, report = verify(layout, python or sys.executable, list(merged.pack_plans))
+    if not good:
+        print_verification(report)
+        rollback(root, manifest, previous)
+        raise Refused(f"the plugin's extension files or plans did not load in {python or sys.executable} (see the "
+                      "lines above); the tree is as it was")
+    manifest.pop("_run")
+    manifest["form"] = DIALOG
+    write_manifest(root, manifest, None)
+    return manifest
+
+
+def release(plugin_dir: Path) -> int:
+    """hooks.uninstall(): restore what the plugin replaced and drop its record; Agent-Zero deletes the folder."""
+    root = a0_root_of(plugin_dir)
+    manifest = read_manifest(root)
+    if manifest is None or manifest.get("plugin") != Path(plugin_dir).relative_to(root).as_posix():
+        say(f"no install record of usr/plugins/{PLUGIN} at {root / STATE_DIR / MANIFEST}: nothing to restore")
+        return 0
+    return uninstall(root, dry_run=False, keep_under=plugin_dir)
+
+
+def keep_user_data(plugin_dir: Path) -> str | None:
+    """hooks.pre_update(): copy what is the user's in the plugin folder (the library with their plans, the saved
+    settings) to a new backup folder before Agent-Zero pulls the new version; its path, or None when there is
+    nothing to keep.  (A pull keeps these untracked files; the copy is there should it fail half-way.)"""
+    root = a0_root_of(plugin_dir)
+    hook = plugin_dir / "extensions" / "python" / "before_main_llm_call"
+    mine = [p for p in (hook / LIBRARY, hook / SHIPPED_BESIDE, plugin_dir / "config.json") if p.is_file()]
+    if not mine:
+        return None
+    backup = new_backup_dir(root)
+    for path in mine:
+        dest = backup / path.relative_to(root)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, dest)
+    manifest = read_manifest(root)
+    if manifest is not None:
+        manifest["backups"] = [*manifest.get("backups", []), backup.relative_to(root).as_posix()]
+        write_manifest(root, manifest, None)
+    say(f"before the update: copied {', '.join(p.name for p in mine)} to {backup}")
+    return str(backup)

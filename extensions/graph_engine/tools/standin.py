@@ -19,16 +19,20 @@ import copy
 import importlib.util
 import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import types
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-EXT_DIR = Path(__file__).resolve().parent.parent.parent  # extensions/
-ROOT = EXT_DIR.parent
+ROOT = Path(__file__).resolve().parents[3]  # the repository (and the plugin's root)
+EXT_DIR = ROOT / "extensions" / "python"  # the hook folders, as Agent-Zero v1.x lays them out
 SELECTOR = EXT_DIR / "before_main_llm_call" / "_15_htn_plan_selector.py"
 COMPANION = EXT_DIR / "message_loop_prompts_after" / "_75_graph_workflow_context.py"
 LIBRARY = ROOT / "plan_library" / "htn_plan_library.json"
@@ -65,7 +69,8 @@ def shipped_copies(copies: int) -> dict[str, Any]:
 
 def install_framework(layout: str = "new") -> None:
     """Make ``helpers.extension`` (new) or ``python.helpers.extension`` (old) importable, not both."""
-    for name in ("helpers", "helpers.extension", "python", "python.helpers", "python.helpers.extension"):
+    for name in ("helpers", "helpers.extension", "helpers.plugins", "helpers.projects", "python", "python.helpers",
+                 "python.helpers.extension"):
         sys.modules.pop(name, None)
     module = types.ModuleType("extension")
     module.Extension = Extension
@@ -92,6 +97,59 @@ def load_extension_class(path: Path) -> type:
     if len(classes) != 1:
         raise AssertionError(f"{path.name}: expected exactly one Extension subclass, found {classes}")
     return sorted(classes, key=lambda c: c.__name__)[-1]
+
+
+def flat_yaml(text: str) -> dict[str, Any]:
+    """A flat ``key: value  # comment`` YAML document (what ``default_config.yaml`` holds)."""
+    out: dict[str, Any] = {}
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#") or ":" not in line:
+            continue
+        key, value = line.split(":", 1)
+        value = value.strip()
+        if value.startswith('"'):
+            value = value[1:value.index('"', 1)]
+        else:
+            value = value.split(" #", 1)[0].strip()
+            value = {"true": True, "false": False}.get(value, int(value) if value.isdigit() else value)
+        out[key.strip()] = value
+    return out
+
+
+def install_plugin_helpers(a0_root: Path) -> None:
+    """Agent-Zero v1.x's ``helpers.plugins.get_plugin_config`` and ``helpers.projects`` for a tree at
+    ``a0_root``, in v1.7's order (``find_plugin_assets``): a plugin's config is the first of the project's
+    ``.a0proj/agents/<profile>/plugins/<name>/config.json`` (an agent with a profile) or the project's
+    ``.a0proj/plugins/<name>/config.json`` (one without), ``usr/agents/<profile>/...``, the plugin's own
+    ``config.json``, else its ``default_config.yaml``; a chat's project is its context's ``project`` data, its
+    folder ``usr/projects/<name>``.  Call it after ``Session()`` (which sets up the framework's modules
+    afresh)."""
+    plugins, projects = types.ModuleType("helpers.plugins"), types.ModuleType("helpers.projects")
+
+    def get_project_folder(name: str) -> str:
+        return str(a0_root / "usr" / "projects" / name)
+
+    def get_context_project_name(context: Any) -> str | None:
+        return context.get_data("project")
+
+    def get_plugin_config(name: str, agent: Any = None) -> dict[str, Any] | None:
+        project = get_context_project_name(agent.context) if agent is not None else None
+        profile = getattr(getattr(agent, "config", None), "profile", "") or ""
+        places = []
+        if project:
+            meta = Path(get_project_folder(project)) / ".a0proj"
+            places += [meta / "agents" / profile / "plugins" / name] if profile else [meta / "plugins" / name]
+        places += [a0_root / "usr" / "agents" / profile / "plugins" / name] if profile else []
+        places += [a0_root / "usr" / "plugins" / name]
+        for place in places:
+            if (place / "config.json").is_file():
+                return json.loads((place / "config.json").read_text())
+        default = a0_root / "usr" / "plugins" / name / "default_config.yaml"
+        return flat_yaml(default.read_text()) if default.is_file() else None
+
+    plugins.get_plugin_config = get_plugin_config
+    projects.get_project_folder, projects.get_context_project_name = get_project_folder, get_context_project_name
+    sys.modules.update({"helpers.plugins": plugins, "helpers.projects": projects})
 
 
 # ── agent, log, loop data ───────────────────────────────────────────────────
@@ -253,6 +311,10 @@ class Context:
     def __init__(self, ctx_id: str = "IDrobAgr") -> None:
         self.id = ctx_id
         self.log = Log()
+        self.data: dict[str, Any] = {}  # the chat's data: "project" is the project it is in (v1.x)
+
+    def get_data(self, key: str) -> Any:
+        return self.data.get(key)
 
 
 class Agent:
@@ -505,3 +567,71 @@ def ok(text: str) -> Reply:
 
 def cmd(code: str, output: str) -> Reply:
     return Reply(code=code, output=terminal(output))
+
+
+# ── the Plugins dialog (v1.x), with the rules of Agent-Zero v1.7's installer ─
+
+
+def _plugin_name(folder: Path) -> str:
+    """v1.7's validate_plugin_dir + _get_plugin_name: plugin.yaml must be there and name a plugin."""
+    meta = folder / "plugin.yaml"
+    if not meta.is_file():
+        raise ValueError(f"No plugin.yaml found in {folder.name}")
+    name = str(flat_yaml(meta.read_text()).get("name") or "").strip()
+    if not name:
+        raise ValueError("plugin.yaml is missing required field 'name'")
+    return name
+
+
+def _run_plugin_hook(folder: Path, hook: str) -> Any:
+    """v1.7's call_plugin_hook: hooks.py imported by path, the function called by name when it has one."""
+    script = folder / "hooks.py"
+    if not script.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location(f"plugin_hooks_{folder.name}", str(script))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    function = getattr(module, hook, None)
+    return function() if function is not None else None
+
+
+def _place_plugin(a0_root: Path, found: Path) -> str:
+    name = _plugin_name(found)
+    dest = a0_root / "usr" / "plugins" / name
+    if dest.exists():
+        raise ValueError(f"Plugin '{name}' is already installed")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(found), str(dest))
+    try:
+        _run_plugin_hook(dest, "install")
+    except Exception:
+        shutil.rmtree(dest)  # v1.7 deletes the plugin folder again when install() raises
+        raise
+    return name
+
+
+def install_plugin_zip(a0_root: Path, archive: Path) -> str:
+    """v1.7's install_from_zip: the first folder (walking top-down) that holds a plugin.yaml is the plugin; it is
+    moved to ``usr/plugins/<name>``; then ``install()`` of its hooks.py.  Returns the name."""
+    with tempfile.TemporaryDirectory() as tmp:
+        with zipfile.ZipFile(archive) as z:
+            z.extractall(tmp)
+        found = next((Path(d) for d, _dirs, files in os.walk(tmp) if "plugin.yaml" in files), None)
+        if found is None:
+            raise ValueError("No plugin.yaml found in the uploaded archive")
+        return _place_plugin(a0_root, found)
+
+
+def install_plugin_git(a0_root: Path, url: str) -> str:
+    """v1.7's install_from_git: ``git clone`` into a temporary folder whose root must hold plugin.yaml."""
+    with tempfile.TemporaryDirectory() as tmp:
+        clone = Path(tmp) / "tmp_plugin_clone"
+        subprocess.run(["git", "clone", "--quiet", "--", url, str(clone)], check=True, capture_output=True)
+        return _place_plugin(a0_root, clone)
+
+
+def uninstall_plugin(a0_root: Path, name: str) -> None:
+    """v1.7's uninstall_plugin: ``uninstall()`` of its hooks.py, then the plugin folder is deleted."""
+    folder = a0_root / "usr" / "plugins" / name
+    _run_plugin_hook(folder, "uninstall")
+    shutil.rmtree(folder)
