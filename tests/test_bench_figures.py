@@ -56,6 +56,8 @@ def scaled(value, factor):
         keep = {"passes", "runs", "state_bytes_after_10000_passes", "machine", "ratios", "targets_met", "version",
                 "installed"}
         return {k: v if k in keep else scaled(v, factor) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scaled(v, factor) for v in value]
     return value * factor if isinstance(value, float) else value
 
 

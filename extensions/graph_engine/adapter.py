@@ -83,8 +83,9 @@ def locate_library(ext_file: str) -> str:
     if env:
         return env
     here = Path(ext_file).resolve().parent
+    roots = here.parents[2:3]  # the repository, or the plugin's root (none for a folder near "/")
     for candidate in (here / LIBRARY_NAME, here.parent / "before_main_llm_call" / LIBRARY_NAME,
-                      here.parents[2] / "plan_library" / LIBRARY_NAME):  # the repository, or the plugin's root
+                      *(root / "plan_library" / LIBRARY_NAME for root in roots)):
         if candidate.is_file():
             return str(candidate)
     return str(here.parent / "before_main_llm_call" / LIBRARY_NAME)
