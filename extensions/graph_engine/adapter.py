@@ -75,6 +75,7 @@ class Runtime:
 
 _runtimes: dict[str, Runtime] = {}
 _located: dict[str, str] = {}  # extension file -> the library beside it (looked up once per process)
+_by_settings: dict[tuple[str, Any], Runtime] = {}  # (extension file, a hook call's settings) -> its runtime
 
 
 def locate_library(ext_file: str) -> str:
@@ -96,12 +97,21 @@ def runtime_for(ext_file: str, cfg: settings.Settings = settings.DEFAULTS) -> Ru
     plugin setting's, else the one beside the extension files (one runtime per library and plan limit)."""
     if not _runtimes:
         _located.clear()  # the runtimes were dropped (a new process, as tests model it): look again
+        _by_settings.clear()
+    elif cfg is not settings.DEFAULTS:
+        known = _by_settings.get((ext_file, cfg))  # the settings of a hook call: read from the environment too
+        if known is not None:
+            return known
     path = (os.environ.get("GRAPH_ENGINE_LIBRARY") or cfg.project_library or cfg.library_path
             or _located.get(ext_file) or _located.setdefault(ext_file, locate_library(ext_file)))
     key = f"{path}|{cfg.max_plans}"
     rt = _runtimes.get(key)
     if rt is None:
         rt = _runtimes[key] = Runtime(path, os.environ.get("A0_ROOT", "/a0"))
+    if cfg is not settings.DEFAULTS:
+        if len(_by_settings) >= 64:
+            _by_settings.clear()
+        _by_settings[(ext_file, cfg)] = rt
     return rt
 
 
