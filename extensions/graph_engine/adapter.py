@@ -116,22 +116,35 @@ def runtime_for(ext_file: str, cfg: settings.Settings = settings.DEFAULTS) -> Ru
 
 
 def run_hook(agent: Any, loop_data: Any, hook: str, ext_file: str, runtime: Runtime | None = None) -> None:
-    """One hook call from an extension file.  Never raises."""
-    cfg = settings.current(agent)
-    token = settings.ACTIVE.set(cfg)
-    rt = runtime or runtime_for(ext_file, cfg)
+    """One hook call from an extension file.  Never raises: a fault in reading the settings or finding the
+    runtime is caught like one in the engine."""
+    rt, token = runtime, None
     try:
+        cfg = settings.current(agent)
+        token = settings.ACTIVE.set(cfg)
+        rt = runtime or runtime_for(ext_file, cfg)
         for line in cfg.problems:
             _log_once(rt, agent, "warning", line)
         _run(rt, agent, loop_data, hook)
     except Exception as exc:  # noqa: BLE001 - the agent's loop must go on
         frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
         where = f"{Path(frame.filename).name}:{frame.lineno}" if frame else "?"
-        _log_once(rt, agent, "error", f"[HTN] Workflow engine error ({type(exc).__name__} at {where}: {exc}); "
-                                      "the engine skipped this hook call, the agent continues. Please report it.",
-                  key=f"{type(exc).__name__}:{where}:{exc}")
+        _log_once(rt or _NO_RUNTIME, agent, "error",
+                  f"[HTN] Workflow engine error ({type(exc).__name__} at {where}: {exc}); the engine skipped this "
+                  "hook call, the agent continues. Please report it.", key=f"{type(exc).__name__}:{where}:{exc}")
     finally:
-        settings.ACTIVE.reset(token)
+        if token is not None:
+            settings.ACTIVE.reset(token)
+
+
+class _LoggedOnce:
+    """What a hook call that found no runtime logs through: the one-time messages already said."""
+
+    def __init__(self) -> None:
+        self.logged_once: set[str] = set()
+
+
+_NO_RUNTIME: Any = _LoggedOnce()
 
 
 def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
