@@ -307,10 +307,19 @@ def main(argv: list[str] | None = None) -> int:
         if result == HANG:
             sys.stdout.flush()
             os._exit(0)  # stopped during the LLM call: nothing after this point is saved
+    wait_for_pictures()
     session.close(remove_chat=False)
     out.write_text(json.dumps(_result(session, chat_id, outcomes)))
     sys.stdout.flush()
     os._exit(0)  # Agent-Zero's background threads do not end by themselves
+
+
+def wait_for_pictures() -> None:
+    """The pictures of ended runs are drawn off the loop: wait for them before the process ends or they are
+    looked for (the engine's adapter, as the extension files loaded it)."""
+    adapter = sys.modules.get("graph_engine.adapter")
+    if adapter is not None and hasattr(adapter, "wait_for_display"):
+        adapter.wait_for_display()
 
 
 if __name__ == "__main__":

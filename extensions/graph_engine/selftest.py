@@ -108,6 +108,7 @@ def _judge(check: Checks, session: a0driver.Session, runs: Path, project: Path) 
     judged = [e for e in events if e.get("type") == "node_verified"]
     check(len(judged) == 6 and all(e.get("evidence_sha256") for e in judged), "the audit log records each check",
           f"{len(judged)} node_verified events (6 expected) in {runs}")
+    a0driver.wait_for_pictures()
     pictures = [p for p in runs.rglob("*") if p.suffix in (".svg", ".mmd")]
     check(bool(pictures), "the picture of the run is written", f"no .svg or .mmd beside the audit log in {runs}")
 
