@@ -80,3 +80,27 @@ def test_a_damaged_checkpoint_is_said_and_the_chat_s_state_is_used():
     told = s.run_pass(model).prompt_extras["htn_active_plan"]
     assert "[WORKFLOW RESUMED: Bug Fix Workflow]" in told  # the run goes on from the chat's state
     assert any("checkpoint" in t and "not usable" in t for t in s.log.texts("warning"))
+
+
+def test_a_checkpoint_cut_short_by_a_stop_mid_write_is_passed_over_and_the_chat_s_state_is_used():
+    """The checkpoint is written over in place: a stop during that write leaves the start of the new text
+    over the end of the old one, which does not parse; the run resumes as it would without a checkpoint."""
+    s, model = at_first_failed_fix()
+    s = s.stopped_during_call()
+    checkpoint = next((Path(os.environ["A0_ROOT"]) / "usr" / "graph_engine" / "runs").rglob("*.state.json"))
+    whole = checkpoint.read_bytes()
+    checkpoint.write_bytes(whole[: len(whole) // 2] + whole)  # a longer text cut off by the old one's end
+    s.nudge()
+    told = s.run_pass(model).prompt_extras["htn_active_plan"]
+    assert "[WORKFLOW RESUMED: Bug Fix Workflow]" in told and "Current step: Implement the fix" in told
+    assert not s.log.texts("error")
+
+
+def test_a_checkpoint_written_again_replaces_a_longer_one_whole(tmp_path):
+    from graph_engine.audit import checkpoint_path, read_checkpoint, write_checkpoint
+
+    log = str(tmp_path / "run.jsonl")
+    write_checkpoint(log, {"run_id": "r", "notes": "x" * 5000})
+    write_checkpoint(log, {"run_id": "r", "seq": 2})
+    assert read_checkpoint(log) == {"run_id": "r", "seq": 2}  # without the truncate, the old tail would remain
+    assert b"xxxx" not in Path(checkpoint_path(log)).read_bytes()
