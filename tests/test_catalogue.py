@@ -369,3 +369,20 @@ def test_the_library_folder_is_listed_again_only_when_it_changed(tmp_path, monke
     assert len(listings) == 2 and library.get("extra") is not None
     cache.refresh()
     assert len(listings) == 2
+
+
+def test_a_meaning_index_that_cannot_be_built_leaves_matching_by_phrases_and_is_said_once(monkeypatch, tmp_path):
+    from graph_engine import meaning
+    from graph_engine.catalogue import LibraryCache
+    from graph_engine.tools.standin import LIBRARY
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("tokenizer file unreadable")
+
+    monkeypatch.setattr(meaning, "Index", broken)
+    lib, _ = LibraryCache(str(LIBRARY), recheck_seconds=0, background=False).refresh()
+    match = lib.best("fix the bug in /tmp/test.py", "bugfix", None)
+    assert match is not None and match.plan.id == "bugfix_workflow"  # the phrases still decide
+    assert lib.best("the weather report says it will rain", "", None) is None
+    said = [line for line in lib._new if "matching requests by meaning failed" in line or "by meaning failed" in line]
+    assert len(said) == 1 and "tokenizer file unreadable" in said[0]

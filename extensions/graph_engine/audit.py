@@ -281,11 +281,7 @@ def read_checkpoint(log_path: str) -> Any:
     """The run's checkpoint as written (to be checked like any restored state), or None."""
     path = checkpoint_path(log_path)
     try:
-        st = os.stat(path)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_CHECKPOINT:  # only a regular file, bounded
-            return None
-        with open(path, "rb") as f:
-            return json.loads(f.read(MAX_CHECKPOINT + 1))
+        return json.loads(read_regular(path, MAX_CHECKPOINT, "checkpoint"))  # only a regular file, bounded
     except (OSError, ValueError, RecursionError):
         return None
 

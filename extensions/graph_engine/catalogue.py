@@ -90,6 +90,7 @@ class Catalogue(Indexed):
         self.index = TriggerIndex()
         self._meaning: meaning.Index | None = None  # built when a message first needs it
         self._building = False  # a thread is building it
+        self._meaning_failed = False  # building it raised: phrases alone from then on (said once)
         self._texts: dict[str, tuple] = {}  # plan id -> the texts its meaning vectors come from
         self._starts_nothing: str | None = None  # the last message found to start no plan
         self._owners: dict[str, list[str]] = {}  # after settling: trigger phrase -> plans listing it, file order
@@ -174,7 +175,7 @@ class Catalogue(Indexed):
         which is small) builds it now, loading the model on first use in the process (about a second);
         otherwise a thread builds it and the message is matched by its phrases alone meanwhile."""
         found = self._meaning
-        if found is not None:
+        if found is not None or self._meaning_failed:
             return found
         if not (self._whole is not None if wait is None else wait):
             if not self._building:
@@ -187,9 +188,19 @@ class Catalogue(Indexed):
                 with self._lock:
                     self._new.append(meaning.unavailable())
             return None
+        try:
+            built = meaning.Index(enc, list(self.heads.values()))  # outside the lock: embedding takes a while
+        except Exception as exc:  # noqa: BLE001 - matching by phrases goes on; said once in the agent's log
+            with self._lock:
+                if not self._meaning_failed:
+                    self._meaning_failed = True
+                    self._new.append(f"{self.path}: preparing to match requests by meaning failed "
+                                     f"({type(exc).__name__}: {exc}); messages are matched by their phrases. "
+                                     "Please report it")
+            return None
         with self._lock:
             if self._meaning is None:
-                self._meaning = meaning.Index(enc, list(self.heads.values()))
+                self._meaning = built
             return self._meaning
 
     def _build_meaning(self, routing: bool = False) -> None:

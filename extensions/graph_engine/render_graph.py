@@ -15,6 +15,7 @@ import subprocess
 from typing import Any, Mapping
 
 from . import settings
+from .card import ENDINGS  # the events that end a run: one list for the card and the picture
 from .model import Plan
 
 MERMAID_SHAPE = {"start": ("([", "])"), "exit": ("([", "])"), "task": ("[", "]"), "decision": ("{", "}"),
@@ -27,7 +28,6 @@ FINAL = "#0b3d91"
 DOT_SECONDS = 1.0  # the drawing thread waits at most this long for Graphviz (the shipped plans take 20-60 ms)
 DOT_MAX_NODES = 40  # above it Graphviz's layout time grows steeply (a 60-node chain with a shared escalation: 3 s)
 PICTURE_SETTINGS = settings.PICTURES
-ENDINGS = ("plan_completed", "plan_escalated", "plan_expired", "plan_ended", "plan_aborted", "plan_withdrawn")
 
 
 def trace_counts(events: list[dict[str, Any]]) -> dict[str, Any]:
