@@ -6,6 +6,7 @@ hold the card as the chat shows it after every pass of three sessions (the demo'
 escalation, a linear plan); ``make prompts`` accepts a change after review.
 """
 
+import dataclasses
 import json
 import os
 import re
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from golden import text_files
-from scenario import IDLE, LEGACY, FixtureModel, message_for
+from scenario import IDLE, LEGACY, FixtureModel, message_for, started
 
 from graph_engine import adapter, card, render_graph, salute
 from graph_engine.tools import demo
@@ -463,3 +464,25 @@ def test_a_large_plan_is_drawn_as_mermaid_without_waiting_for_graphviz(monkeypat
     picture = Path(s.agent._htn_last_run["picture"])
     assert s.agent._htn_last_run["status"] == "completed" and picture.suffix == ".mmd"
     assert f't{render_graph.DOT_MAX_NODES}["Step {render_graph.DOT_MAX_NODES} x1"]' in picture.read_text()
+
+
+def test_the_picture_thread_draws_with_the_picture_setting_of_the_hook_call_that_ended_the_run(monkeypatch):
+    """The setting is read inside the drawing thread: it must be the hook call's (e.g. the plugin's
+    settings page), not the process's default."""
+    from graph_engine import adapter, render_graph, settings
+
+    seen = []
+    real = render_graph.run_picture
+
+    def spy(plan, events):
+        seen.append(render_graph.picture_setting())
+        return real(plan, events)
+
+    monkeypatch.setattr(adapter, "run_picture", spy)
+    monkeypatch.setattr(settings, "current", lambda agent: dataclasses.replace(settings.DEFAULTS, picture="mermaid"))
+    s, model = started(), FixtureModel("bugfix_workflow", {})
+    while s.state is not None and s.state.get("status") == "active":
+        s.run_pass(model)
+    adapter.wait_for_display()
+    assert seen == ["mermaid"]
+    assert str(getattr(s.agent, "_htn_last_run", {}).get("picture", "")).endswith(".mmd")

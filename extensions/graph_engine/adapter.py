@@ -7,6 +7,7 @@ one log line naming what failed and where, and the agent's loop goes on.
 from __future__ import annotations
 
 import collections
+import contextvars
 import json
 import os
 import re
@@ -560,7 +561,11 @@ def _audit(rt: Runtime, agent: Any, state: dict) -> None:
         except OSError as exc:
             _spool_warning(rt, agent, exc)
         else:
-            write_checkpoint(path, state)  # best effort: without one, a restart resumes from the chat as before
+            problem = write_checkpoint(path, state)  # without one, a restart resumes from the chat as before
+            if problem:
+                _log_once(rt, agent, "warning", f"[HTN] Checkpoint of run {state.get('run_id')} not written beside "
+                                                f"{path} ({problem}); a restart during the next model call resumes "
+                                                "from the chat's saved state", key=f"checkpoint:{rt.audit.root}")
             return
     _keep(rt, agent, spool or [], [path, blob.decode("utf-8", "replace"), done])
 
@@ -794,13 +799,19 @@ def _draw_later(rt: Runtime, agent: Any, state: dict) -> None:
         return
     shown = getattr(agent, CARD_ATTR, None)
     item = shown[1] if isinstance(shown, list) and shown[0] == state["run_id"] else None
-    _display.submit(_draw, rt, agent, plan, state, list(state.get("events") or ()), item)
+    # the thread works on a copy (the pass goes on with the state) and in a copy of this hook call's context,
+    # so that the settings the call read (the picture setting) are the ones it draws with
+    _display.submit(contextvars.copy_context().run, _draw, rt, agent, plan, dict(state),
+                    list(state.get("events") or ()), item)
 
 
 def _draw(rt: Runtime, agent: Any, plan: Plan, state: dict, events: list[dict], item: Any) -> None:
     """The drawing thread: write the picture, then name it on the run's card.  Never raises."""
     try:
         path = _picture(rt, agent, plan, state, events)
+        last = getattr(agent, "_htn_last_run", None)
+        if path and isinstance(last, dict) and last.get("run_id") == state.get("run_id"):
+            setattr(agent, "_htn_last_run", dict(last, picture=path))  # a new record: readers keep a whole one
         if path and item is not None and _still_logged(agent, item):
             pace = getattr(agent, PACE_ATTR, "")
             heading, content, kvps = card.text(plan, state, pace if isinstance(pace, str) else "", path)

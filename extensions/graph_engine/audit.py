@@ -255,24 +255,26 @@ def checkpoint_path(log_path: str) -> str:
     return log_path[: -len(".jsonl")] + CHECKPOINT_SUFFIX
 
 
-def write_checkpoint(log_path: str, state: dict[str, Any]) -> None:
+def write_checkpoint(log_path: str, state: dict[str, Any]) -> str:
     """The state as of the audit lines just written, written over the previous one in place (one open, write
     and truncate: a twentieth of the cost of a new file renamed over it, which a judged pass would feel).
-    Agent-Zero saves the chat only at the end of a pass; this survives a stop in the middle of one.  Best
-    effort: a checkpoint cut short by a stop mid-write does not parse, and a restart then resumes from the
-    chat's state as it would without one."""
+    Agent-Zero saves the chat only at the end of a pass; this survives a stop in the middle of one.  A
+    checkpoint cut short by a stop mid-write does not parse, and a restart then resumes from the chat's state
+    as it would without one.  Returns why it was not written, or ""."""
     path = checkpoint_path(log_path)
     try:
         data = _orjson.dumps(state) if _orjson is not None else json.dumps(state).encode()
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0), 0o644)
-    except (OSError, TypeError, ValueError):
-        return
+    except (OSError, TypeError, ValueError) as exc:
+        return getattr(exc, "strerror", None) or str(exc)
     try:
-        if stat.S_ISREG(os.fstat(fd).st_mode):  # never write into a FIFO or a device put in its place
-            os.write(fd, data)
-            os.ftruncate(fd, len(data))
-    except OSError:
-        pass
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # never write into a FIFO or a device put in its place
+            return "not a regular file"
+        os.write(fd, data)
+        os.ftruncate(fd, len(data))
+        return ""
+    except OSError as exc:
+        return exc.strerror or str(exc)
     finally:
         os.close(fd)
 

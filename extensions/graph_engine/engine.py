@@ -246,18 +246,19 @@ def _judge(run: Run, obs: Observation, key: str) -> None:
     text = judged_text(evidence)  # cleaned once: the check, the capture and the hash read the same text
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass"))  # the hash of text + NUL + reply
     digest.update(b"\0" + out.reply[:MAX_REPLY_HASHED].encode("utf-8", "surrogatepass"))
-    if _judged_already(s, obs, key, digest.hexdigest()):
+    sha = digest.hexdigest()
+    if _judged_already(s, obs, key, sha):
         return
     verdict = check(node.verify, evidence, text)
     if verdict.too_slow:
         run.fx.log("warning", f"[HTN] Plan '{run.plan.id}': the check of step '{node.name}' took too long on a "
                               f"{len(text):,}-character output and counts as failed; simplify its pattern in the "
                               "plan library (graph-engine validate names the slow ones)")
-    s["judged"] = [key, digest.hexdigest()]
+    s["judged"] = [key, sha]
     if run.plan.mode == "linear":
-        _linear_verdict(run, node, verdict, digest.hexdigest())
+        _linear_verdict(run, node, verdict, sha)
     else:
-        _graph_verdict(run, node, verdict, digest.hexdigest(), capture(node.verify, evidence, text))
+        _graph_verdict(run, node, verdict, sha, capture(node.verify, evidence, text))
 
 
 def _judged_already(s: dict[str, Any], obs: Observation, key: str, digest: str) -> bool:
@@ -1020,8 +1021,6 @@ def _start_named(plans: Iterable[Plan], run: Run | None, obs: Observation, fx: E
     ids = control.find_plans([(pid, name) for pid, name, _ in listing], ctl.target, exact_only=not ctl.explicit)
     if not ids and not ctl.explicit:
         return False, run  # "run the tests": an ordinary request
-    if run is not None and run.state.get("message_monologue") == obs.message_id:
-        return False, run
     fx.control = ctl.kind
     names = {pid: name for pid, name, _ in listing}
     plan = _plan_by_id(plans, ids[0]) if len(ids) == 1 else None
