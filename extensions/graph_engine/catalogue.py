@@ -153,8 +153,8 @@ class Catalogue(Indexed):
             plan = self.get(m.plan.id)  # a plan with an error is skipped, as a full load leaves it out
             if plan is not None:
                 return m if m.plan is plan else replace(m, plan=plan)
-        named = [pid for pid in self.index.candidates(text)  # only the companion's half needs them
-                 if trigger_hits(heads[pid].triggers + heads[pid].strong_triggers, text)] if domain is None else ()
+        named = [pid for pid in self.index.candidates(text)
+                 if trigger_hits(heads[pid].triggers + heads[pid].strong_triggers, text)]
         m = by_meaning(index, self._head, text, domain, allowed_plans, named, self._usable)
         plan = self.get(m.plan.id) if m is not None else None
         if plan is None:

@@ -70,7 +70,11 @@ _MENTION = re.compile(_LEAD + r"(?:"
     r"|how (?:does|do|did|is|are|can|could|should|would|often|much|many|long) "
     r"|why (?:do|does|would|should|did|use)\b"
     r"|why (?:is|are) (?!.*\b(?:fail|crash|broke|error|wrong|slow|stuck|missing|empty|down|hang|not)).*"
-    r"|(?:explain|describe|define|summari[sz]e|compare|teach me|tell me (?:about|what|how|why|a|an))\b"
+    r"|(?:explain|describe|define|compare|teach me|tell me (?:about|what|how|why|a|an))\b"
+    r"|(?:a|an) [^,]*, (?:but )?(?:why|how|how come)$"  # "an error in floating point, why?": about a topic
+    r"|summari[sz]e (?:(?:this|that|the|a|an|these|those|my) )?(?:\w+ )?(?:article|text|paragraph|book|story|chapter|"
+    r"video|paper|essay|email|e-mail|thread|conversation|page|post|news|document|meeting|film|movie|podcast|lecture|"
+    r"speech|poem|plot|history)s?\b"
     r"|(?:should|could|would|can|do|must) (?:i|we|one)\b|(?:is|are) (?:it|there|this|that)\b"
     r"|(?:is|are|does|do) (?!you\b)[\w.+#-]+ (?:\w+ )?(?:better|worse|faster|slower|good|bad|worth|safe|free|"
     r"necessary|needed|required|possible|secure|stable)\b"
@@ -169,7 +173,7 @@ def best_match(plans: Iterable[Plan] | Indexed, message: str, domain: str | None
         return ordered[0] if ordered else None
     by_id = {p.id: p for p in plans}
     return by_meaning(index, by_id.__getitem__, text, domain, allowed_plans,
-                      [p.id for p in plans if trigger_hits(p.all_triggers, text)] if domain is None else ())
+                      [p.id for p in plans if trigger_hits(p.all_triggers, text)])
 
 
 def word_match(plans: Iterable[Plan], text: str, domain: str | None,
@@ -193,13 +197,12 @@ def by_meaning(index: meaning.Index | None, plan_of: Callable[[str], Any], text:
                usable: Callable[[str], bool] | None = None) -> Match | None:
     """The plan a request text starts by meaning, when no plan's phrases decide it (``named``: plans whose
     phrases it contains without reaching their threshold).  With the domain unknown (None) a plan is returned
-    only when no domain could undo it: it reaches the threshold without the domain's help, and no plan it
-    names by a phrase could still win by its domain."""
+    only when no domain could undo it (``meaning.Verdict.winner``)."""
     if index is None:
         return None
     verdict = index.verdict(text, allowed_plans)
-    win, _ = verdict.winner(lambda pid: plan_of(pid).domains, domain, usable=usable)
-    if win is None or (domain is None and any(pid != win.plan_id for pid in named)):
+    win, _ = verdict.winner(lambda pid: plan_of(pid).domains, domain, named, usable=usable)
+    if win is None:
         return None
     plan = plan_of(win.plan_id)
     return Match(plan=plan, score=0, hits=(), domain_ok=not plan.domains or bool(domain and domain in plan.domains),

@@ -8,26 +8,37 @@ A plan is described by its name, trigger phrases and ``examples`` (requests that
 ``not_examples`` are messages near its topic that must start nothing.  What a plan's texts give is computed
 once per content (``PlanVectors``, kept by a hash of the texts), so a reload only embeds the plans that changed.
 
-A message's score for a plan adds two parts (both in ``Scores``):
+For a library of up to ``MODEL_PLANS`` plans, a ``Model`` learns from those texts which plan a message asks
+for: a linear model over the message's sentence vector, its words (each content word counts the plan texts'
+words it is near, cosine at least ``WORD_MATCH``) and a few cues of a request (an error pasted in, a file or
+version named, an order, a report of what broke), with one class per plan and one for "no plan", whose
+examples are every plan's ``not_examples`` and the engine's own list of messages that ask for no plan's work
+(``not_requests.py``: small talk, tasks a chat answers itself, a plan's words in another sense).  It is
+trained when the library is loaded (a few hundred milliseconds for ten plans) and kept by a hash of the texts.
+A plan's score is how far its class leads "no plan" (log-odds), plus ``DOMAIN_BONUS`` when the belief-state
+domain is one of the plan's and ``PHRASE_BONUS`` when one of its trigger phrases is in the message; the best
+plan starts when its score reaches ``THRESHOLD``.
+
+A larger library is scored by nearness to the plans' texts instead (training would take too long):
 
 * ``words``: each content word of the message (stop words, numbers and pieces shorter than 3 letters left out)
   finds its nearest word among the plan's words; a pair whose cosine reaches ``WORD_CUT`` counts that cosine
   times how rare the plan's word is among the plans (``log(1 + plans / plans using it)``), summed over the
-  message's words and divided by their number (at least ``MIN_WORDS``) plus one.  "containerise the service"
-  finds "docker", "container" and "image" in the docker plan's examples; "the" finds nothing anywhere.
+  message's words and divided by their number (at least ``MIN_WORDS``) plus one;
 * ``sentence``: the mean of the two best cosines between the message's sentence vector (its words' vectors
-  summed, stop words at ``STOP_WEIGHT``) and the plan's name and examples, times ``SENTENCE_WEIGHT``.
+  summed, stop words at ``STOP_WEIGHT``) and the plan's name and examples, times ``SENTENCE_WEIGHT``;
 
-The best plan starts when its score reaches ``THRESHOLD`` (``DOMAIN_THRESHOLD`` when the belief-state domain
-is one of the plan's domains), it leads the next plan by ``MARGIN``, and the message is not closer to some
-plan's not-example than to the winner's nearest example.  The constants are calibrated on the project's
-labelled set (``graph-engine triggers --calibrate``; see the README).
+and the best plan starts when its score reaches ``NEAR_THRESHOLD`` (``NEAR_DOMAIN_THRESHOLD`` when the domain
+is one of the plan's), it leads the next plan by ``NEAR_MARGIN``, and the message is not closer to some plan's
+not-example than to the winner's nearest example.  The constants are calibrated on the project's labelled set
+(``graph-engine triggers --calibrate``; see the README).
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+import re
 import threading
 from dataclasses import dataclass
 from typing import Any, Iterable, NamedTuple, Sequence
@@ -37,9 +48,19 @@ STOP_WEIGHT = 0.3
 SENTENCE_WEIGHT = 0.5
 MENTION_COSINE = 0.8  # how near a not-example a message must be to undo a match by weak phrases
 MIN_WORDS = 2  # a message with fewer content words is scored as if it had this many (one rare word is no request)
-THRESHOLD = 1.10
-DOMAIN_THRESHOLD = 0.60
-MARGIN = 0.0
+NEAR_THRESHOLD = 1.10
+NEAR_DOMAIN_THRESHOLD = 0.60
+NEAR_MARGIN = 0.0
+# the model (libraries of up to MODEL_PLANS plans)
+THRESHOLD = -1.0  # a plan's log-odds against "no plan", bonuses included, to start it
+DOMAIN_BONUS = 0.0  # the belief-state domain is one of the plan's
+PHRASE_BONUS = 0.0  # one of the plan's trigger phrases is in the message (too few to start it by phrases)
+MODEL_PLANS = 64
+WORD_MATCH = 0.6  # a message word counts a plan-text word this near (cosine)
+TRAIN_STEPS = 200
+TRAIN_RATE = 0.05
+TRAIN_L2 = 1e-4
+CACHE_MODELS = 8
 SHORTLIST = 24  # plans scored in full; a larger library is cut to the plans nearest in meaning first
 MAX_CHARS = 2_000  # of a message: the words that decide (a pasted log adds noise, not meaning)
 CACHE_PLANS = 1_024  # PlanVectors kept by content hash (vectors stored as 16-bit floats)
@@ -196,35 +217,53 @@ def vectors(enc: Encoder, plan: Any) -> PlanVectors:
 
 
 class Scores(NamedTuple):
-    """One plan's meaning score for a message, and why."""
+    """One plan's meaning score for a message, and why: with a model, its log-odds against "no plan"; by
+    nearness, ``words`` plus ``sentence``."""
 
     plan_id: str
-    words: float
-    sentence: float
+    total: float
     example: str  # the plan's text nearest the message
     cosine: float  # ... and its cosine
-
-    @property
-    def total(self) -> float:
-        return self.words + self.sentence
+    words: float = 0.0
+    sentence: float = 0.0
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """The plans ranked for one message, and the not-example nearest it."""
+    """The plans ranked for one message, and the not-example nearest it; ``model``: scored by a ``Model``."""
 
     ranked: tuple[Scores, ...]
     not_example: str = ""
     not_cosine: float = -1.0
+    model: bool = False
 
-    def winner(self, domains_of: Any, domain: str | None, threshold: float = THRESHOLD,
-               domain_threshold: float = DOMAIN_THRESHOLD, margin: float = MARGIN,
-               usable: Any = None) -> tuple[Scores | None, str]:
+    def winner(self, domains_of: Any, domain: str | None, named: Iterable[str] = (), usable: Any = None,
+               constants: tuple[float, float, float] | None = None) -> tuple[Scores | None, str]:
         """The plan the message starts (None and why not).  ``domains_of(plan_id)``: the plan's domains;
-        ``usable(plan_id)``: False for a plan found broken since the index was built (passed over)."""
+        ``named``: plans whose trigger phrases are in the message without reaching their threshold;
+        ``usable(plan_id)``: False for a plan found broken since the index was built (passed over).  With the
+        domain unknown (None), a plan is returned only when no domain could undo the choice.  ``constants``:
+        (THRESHOLD, DOMAIN_BONUS, PHRASE_BONUS) for a model, (NEAR_THRESHOLD, NEAR_DOMAIN_THRESHOLD,
+        NEAR_MARGIN) by nearness; the module's by default."""
         ranked = self.ranked if usable is None else tuple(s for s in self.ranked if usable(s.plan_id))
         if not ranked:
             return None, "no plan is near it"
+        named = frozenset(named)
+        if self.model:
+            threshold, domain_bonus, phrase_bonus = constants or (THRESHOLD, DOMAIN_BONUS, PHRASE_BONUS)
+            scored = sorted(((s.total + (domain_bonus if domain and domain in domains_of(s.plan_id) else 0.0)
+                              + (phrase_bonus if s.plan_id in named else 0.0), s) for s in ranked),
+                            key=lambda x: (-x[0], x[1].plan_id))
+            score, best = scored[0]
+            if score < threshold:
+                return None, f"best score {score:.2f} is below {threshold:.2f}"
+            if domain is None:  # the domain is not known yet: another plan's domain must not be able to win
+                rival = next((s for sc, s in scored[1:] if sc + domain_bonus >= score
+                              and not set(domains_of(s.plan_id)) <= set(domains_of(best.plan_id))), None)
+                if rival is not None:
+                    return None, f"the domain could still choose '{rival.plan_id}'"
+            return best._replace(total=score), ""
+        threshold, domain_threshold, margin = constants or (NEAR_THRESHOLD, NEAR_DOMAIN_THRESHOLD, NEAR_MARGIN)
         best = ranked[0]
         agrees = bool(domain) and domain in domains_of(best.plan_id)
         need = domain_threshold if agrees else threshold
@@ -234,6 +273,8 @@ class Verdict:
             return None, f"'{ranked[1].plan_id}' is as near ({ranked[1].total:.2f})"
         if self.not_cosine >= best.cosine:
             return None, f"it is nearer the not-example '{self.not_example}' ({self.not_cosine:.2f})"
+        if domain is None and any(pid != best.plan_id for pid in named):
+            return None, "a plan it names by a phrase could still win by its domain"
         return best, ""
 
     def scores_of(self, plan_id: str) -> Scores | None:
@@ -247,8 +288,122 @@ class Verdict:
 
     def may_win(self) -> bool:
         """Whether some domain and org filter could let the best plan start (False: it starts nothing)."""
-        return bool(self.ranked) and self.ranked[0].total >= min(THRESHOLD, DOMAIN_THRESHOLD) and \
+        if not self.ranked:
+            return False
+        if self.model:
+            return self.ranked[0].total + DOMAIN_BONUS + PHRASE_BONUS >= THRESHOLD
+        return self.ranked[0].total >= min(NEAR_THRESHOLD, NEAR_DOMAIN_THRESHOLD) and \
             self.not_cosine < self.ranked[0].cosine
+
+
+# Cues that a message asks for work: (what it is, pattern on the lower-cased message)
+CUES = tuple((name, re.compile(pattern)) for name, pattern in (
+    ("trouble", r"\b\w*(?:error|exception)\b|\b[45]\d\d\b|traceback|segfault|crash|fail|broken|wrong|n't\b|"
+                r"\bnot\b|\bnever\b|freez|hang|stuck|\bred\b|\bleak"),
+    ("artifact", r"\w\.(?:py|js|ts|tsx|java|go|rb|json|ya?ml|toml|txt|log|sh|md|cfg|ini|lock|xml|html|css|c|cpp|rs)\b|"
+                 r"(?:^|\s)[~./]?[\w.-]+/[\w./-]+|\b\w+_\w+\b|\bv?\d+\.\d+"),
+    ("order", r"^(?:please |pls |can you |could you |would you |i need to |i need |i want to |i want |let's |"
+              r"help me )?(?:fix|make|create|build|update|upgrade|merge|move|copy|write|add|implement|set up|setup|"
+              r"start|open|put|get|bring|run|deploy|rebase|restore|back up|backup|check|find|investigate|look|dig|"
+              r"grep|scan|trace|clean|refactor|split|rename|extract|remove|simplify|integrate|connect|call|hook|sync|"
+              r"install|bump|migrate|generate|code|develop|spin up|ship|package|containeri[sz]e|debug|repair|"
+              r"resolve|sort out|go through|analy[sz]e|read|tar|zip|archive|transfer|land|combine|squash|pull|push|"
+              r"branch|fetch|consume|wire|use|send|query|talk)\b"),
+    ("account", r"^(?:i|we|my|our|the|this|that)\b.*\b(?:\w+ed|was|were|went|got|had|did|took|spent|made|came)\b"),
+    ("asking", r"\b(?:please|pls|can you|could you|i need|i want|help)\b"),
+))
+
+
+class Model:
+    """Which plan a message asks for, learned from the plans' texts: one class per plan and one for "no plan"
+    (the plans' not-examples and ``not_requests.MESSAGES``).  A message's features are its sentence vector,
+    its words (per plan-text word: the cosine of each message word at least ``WORD_MATCH`` near it, summed)
+    and its ``CUES``; the classes' scores are linear in them.  A message word's part of every class's score is
+    computed once and kept (words recur from message to message)."""
+
+    def __init__(self, enc: Encoder, classes: Sequence[Sequence[str]], nots: Sequence[str]) -> None:
+        np = enc.np
+        self.enc = enc
+        rows = [(text.lower(), c) for c, texts in enumerate(classes) for text in texts]
+        rows += [(text.lower(), len(classes)) for text in nots]
+        id_rows = [enc.ids(text) for text, _ in rows]
+        vocab = sorted({i for ids in id_rows for i in ids if enc.content[i]})
+        dim = enc.unit.shape[1]
+        self.vocab = enc.unit[np.asarray(vocab, dtype=np.int64)] if vocab else np.zeros((1, dim), dtype=np.float32)
+        size = len(self.vocab)
+        x = np.zeros((len(rows), dim + size + len(CUES) + 1), dtype=np.float32)
+        for r, ((text, _), ids) in enumerate(zip(rows, id_rows)):
+            x[r, :dim] = enc.sentence(ids)
+            words = enc.words(ids)
+            if len(words):
+                x[r, dim:dim + size] = self._near(words).sum(axis=0)
+            x[r, dim + size:-1] = cues(text)
+            x[r, -1] = 1.0
+        w = _train(np, x, np.asarray([c for _, c in rows], dtype=np.int64), len(classes) + 1)
+        self.sentence, self.words, self.cues, self.bias = w[:dim], w[dim:dim + size], w[dim + size:-1], w[-1]
+        self._memo: dict[int, Any] = {}
+
+    def _near(self, words: Any) -> Any:
+        np = self.enc.np
+        near = np.einsum("wd,vd->wv", self.enc.unit[words], self.vocab)
+        return np.where(near >= WORD_MATCH, near, 0.0).astype(np.float32)
+
+    def scores(self, text: str, ids: list[int], words: Any) -> Any:
+        """Every class's score for a lower-cased request text (the last: "no plan")."""
+        np, memo = self.enc.np, self._memo
+        z = self.bias + self.enc.sentence(ids) @ self.sentence + np.asarray(cues(text), dtype=np.float32) @ self.cues
+        got = [memo.get(w) for w in words.tolist()]
+        new = [w for w, row in zip(words.tolist(), got) if row is None]
+        if new:
+            rows = self._near(np.asarray(new, dtype=np.int64)) @ self.words
+            if len(memo) + len(new) > 100_000:
+                memo.clear()
+            for w, row in zip(new, rows):
+                memo[w] = row
+            got = [memo.get(w) if g is None else g for w, g in zip(words.tolist(), got)]
+        for row in got:
+            z = z + row
+        return z
+
+
+def cues(text: str) -> list[float]:
+    return [1.0 if pattern.search(text) else 0.0 for _, pattern in CUES]
+
+
+def _train(np: Any, x: Any, y: Any, classes: int) -> Any:
+    """Multinomial logistic regression by ``TRAIN_STEPS`` steps of Adam from zero (the same weights for the
+    same texts), L2 ``TRAIN_L2``."""
+    w = np.zeros((x.shape[1], classes), dtype=np.float32)
+    target = np.eye(classes, dtype=np.float32)[y]
+    m, v = np.zeros_like(w), np.zeros_like(w)
+    for step in range(1, TRAIN_STEPS + 1):
+        z = x @ w
+        z -= z.max(axis=1, keepdims=True)
+        p = np.exp(z)
+        p /= p.sum(axis=1, keepdims=True)
+        g = x.T @ ((p - target) / len(x)) + TRAIN_L2 * w
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g * g
+        w -= TRAIN_RATE * (m / (1 - 0.9 ** step)) / (np.sqrt(v / (1 - 0.999 ** step)) + 1e-8)
+    return w
+
+
+_MODELS: dict[str, Model] = {}
+
+
+def model_of(enc: Encoder, plans: Sequence[PlanVectors]) -> Model:
+    """The model of a set of plans' texts, kept by their hash."""
+    from .not_requests import MESSAGES
+    nots = [t for pv in plans for t in pv.not_examples] + list(MESSAGES)
+    key = hashlib.sha256("\x00".join(["\x01".join(pv.texts) for pv in plans] + ["\x02", *nots]).encode()).hexdigest()
+    found = _MODELS.get(key)
+    if found is None:
+        found = Model(enc, [pv.texts for pv in plans], nots)
+        with _LOCK:
+            if len(_MODELS) >= CACHE_MODELS:
+                _MODELS.pop(next(iter(_MODELS)))
+            _MODELS[key] = found
+    return found
 
 
 class Index:
@@ -300,6 +455,7 @@ class Index:
         for i, pv in enumerate(self.plans):
             self.nots[i, :len(pv.not_examples)] = pv.not_sentences
             self.not_pad[i, :len(pv.not_examples)] = 0.0
+        self.model = model_of(enc, self.plans) if 0 < n <= MODEL_PLANS else None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -333,7 +489,7 @@ class Index:
         last = self._last
         if last is not None and last[0] == key:
             return last[1]
-        found = self._verdict(text, allowed_ids, full)
+        found = (self._model_verdict if self.model is not None else self._verdict)(text, allowed_ids, full)
         self._last = (key, found)
         return found
 
@@ -368,7 +524,7 @@ class Index:
             if not len(chosen):
                 return Verdict(())
         word_part = self._gains(words.tolist())[:, chosen].sum(axis=0) / (max(len(words), MIN_WORDS) + 1)
-        if not full and float(word_part.max()) + SENTENCE_WEIGHT < min(THRESHOLD, DOMAIN_THRESHOLD):
+        if not full and float(word_part.max()) + SENTENCE_WEIGHT < min(NEAR_THRESHOLD, NEAR_DOMAIN_THRESHOLD):
             return Verdict(())  # even a sentence equal to an example could not make it start a plan
         # einsum, not a BLAS product: a few thousand multiplications gain nothing from threads, and on a busy
         # machine waking them costs milliseconds
@@ -381,17 +537,46 @@ class Index:
         second = np.where(self.single[chosen], first, cos.max(axis=1))
         sentence_part = SENTENCE_WEIGHT * (first + second) / 2
         ids, plans = self.ids, self.plans
-        found = sorted((Scores(ids[i], w, sp, plans[i].texts[k], c) for i, w, sp, k, c in zip(
+        found = sorted((Scores(ids[i], w + sp, plans[i].texts[k], c, w, sp) for i, w, sp, k, c in zip(
             rows, word_part.tolist(), sentence_part.tolist(), nearest.tolist(), first.tolist())),
-            key=lambda s: (-s.words - s.sentence, s.plan_id))
+            key=lambda s: (-s.total, s.plan_id))
+        return self._with_nots(found, chosen, rows, sent, False)
+
+    def _with_nots(self, found: list[Scores], chosen: Any, rows: list[int], sent: Any, model: bool) -> Verdict:
+        """The verdict, with the not-example of the plans scored nearest the message."""
         if not self.nots.shape[1]:
-            return Verdict(tuple(found))
+            return Verdict(tuple(found), model=model)
         nots = self._wide(self.nots, chosen) @ sent + self.not_pad[chosen]
         j = int(nots.argmax())
         p, t = divmod(j, nots.shape[1])
         if nots[p, t] < -1.5:  # the plans scored have no not-examples
-            return Verdict(tuple(found))
-        return Verdict(tuple(found), plans[rows[p]].not_examples[t], float(nots[p, t]))
+            return Verdict(tuple(found), model=model)
+        return Verdict(tuple(found), self.plans[rows[p]].not_examples[t], float(nots[p, t]), model=model)
+
+    def _model_verdict(self, text: str, allowed_ids: Sequence[str] | None, full: bool = False) -> Verdict:
+        enc, np = self.enc, self.enc.np
+        ids = enc.ids(text)
+        words = enc.words(ids)
+        n = len(self.ids)
+        if not len(words):
+            return Verdict((), model=True)
+        rows = list(range(n)) if allowed_ids is None else \
+            [i for i, pid in enumerate(self.ids) if pid in set(allowed_ids)]
+        if not rows:
+            return Verdict((), model=True)
+        z = self.model.scores(text, ids, words)
+        odds = z[rows] - z[n]
+        if not full and float(odds.max()) + DOMAIN_BONUS + PHRASE_BONUS < THRESHOLD:
+            return Verdict((), model=True)  # no domain or phrase could make it start a plan
+        sent = enc.sentence(ids)
+        chosen = np.asarray(rows, dtype=np.int64)
+        cos = self._wide(self.sentences, chosen) @ sent + self.pad[chosen]
+        nearest = cos.argmax(axis=1)
+        first = cos[np.arange(len(rows)), nearest]
+        ids_, plans = self.ids, self.plans
+        found = sorted((Scores(ids_[i], o, plans[i].texts[k], c) for i, o, k, c in zip(
+            rows, odds.tolist(), nearest.tolist(), first.tolist())), key=lambda s: (-s.total, s.plan_id))
+        return self._with_nots(found, chosen, rows, sent, True)
 
 
 def _unit(np: Any, v: Any) -> Any:

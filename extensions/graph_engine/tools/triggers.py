@@ -176,8 +176,9 @@ def explain(plans: Sequence[Plan], message: str, domain: str | None) -> dict[str
     verdict = index.verdict(text, full=True) if index is not None and text else meaning.Verdict(())
     by_id = {p.id: p for p in plans}
     for s in verdict.ranked:
-        rows[s.plan_id].update(meaning=round(s.total, 3), words=round(s.words, 3), sentence=round(s.sentence, 3),
-                               nearest=s.example, cosine=round(s.cosine, 3))
+        rows[s.plan_id].update(meaning=round(s.total, 3), nearest=s.example, cosine=round(s.cosine, 3))
+        if not verdict.model:
+            rows[s.plan_id].update(words=round(s.words, 3), sentence=round(s.sentence, 3))
     words = word_match(plans, text, domain, None) if text else None
     chosen = best_match(plans, message, domain, None)
     if not text:
@@ -187,28 +188,46 @@ def explain(plans: Sequence[Plan], message: str, domain: str | None) -> dict[str
     elif chosen is not None:
         why = chosen.why()
     else:
-        why = verdict.winner(lambda pid: by_id[pid].domains, domain)[1] if index is not None \
+        named = [p.id for p in plans if trigger_hits(p.all_triggers, text)]
+        why = verdict.winner(lambda pid: by_id[pid].domains, domain, named)[1] if index is not None \
             else meaning.unavailable()
     scored = [s.plan_id for s in verdict.ranked]
     order = scored + [p.id for p in plans if p.id not in set(scored)]
     return {"message": message, "request_text": text, "domain": domain, "chosen": chosen.plan.id if chosen else None,
             "why": why, "matching": meaning.unavailable() or "words, then meaning",
-            "thresholds": {"meaning": meaning.THRESHOLD, "meaning_with_domain": meaning.DOMAIN_THRESHOLD,
-                           "margin": meaning.MARGIN},
+            "model": verdict.model, "thresholds": thresholds(verdict.model),
             "nearest_not_example": {"text": verdict.not_example, "cosine": round(verdict.not_cosine, 3)},
             "plans": [rows[pid] for pid in order]}
 
 
+def thresholds(model: bool) -> dict[str, float]:
+    """The constants that decide a match by meaning (a library scored by a model, or by nearness)."""
+    if model:
+        return {"threshold": meaning.THRESHOLD, "domain_bonus": meaning.DOMAIN_BONUS,
+                "phrase_bonus": meaning.PHRASE_BONUS}
+    return {"threshold": meaning.NEAR_THRESHOLD, "domain_threshold": meaning.NEAR_DOMAIN_THRESHOLD,
+            "margin": meaning.NEAR_MARGIN}
+
+
 def format_explain(ex: dict[str, Any]) -> str:
+    t = ex["thresholds"]
+    if ex["model"]:
+        rule = (f"meaning (log-odds against no plan) + {t['domain_bonus']:.2f} when the domain is the plan's "
+                f"+ {t['phrase_bonus']:.2f} when one of its phrases is in it must reach {t['threshold']:.2f}")
+        head = "meaning (log-odds)"
+    else:
+        rule = (f"meaning {t['threshold']:.2f}, {t['domain_threshold']:.2f} when the domain is the plan's; "
+                f"lead {t['margin']:.2f}")
+        head = "meaning = words + sentence"
     lines = [f"message: {ex['message']!r} (domain {ex['domain'] or '-'})",
              f"request text: {ex['request_text']!r}",
              f"chosen: {ex['chosen'] or NONE}: {ex['why']}",
-             f"thresholds: meaning {ex['thresholds']['meaning']:.2f}, {ex['thresholds']['meaning_with_domain']:.2f} "
-             f"when the domain is the plan's; lead {ex['thresholds']['margin']:.2f}", "",
-             f"  {'plan':<22}{'phrases (points)':<28}{'meaning = words + sentence':<30}nearest text (cosine)"]
+             f"thresholds: {rule}", "",
+             f"  {'plan':<22}{'phrases (points)':<28}{head:<30}nearest text (cosine)"]
     for r in ex["plans"]:
         phr = f"{', '.join(r['phrases']) or '-'} ({r['points']})"
-        mean = f"{r['meaning']:.2f} = {r['words']:.2f} + {r['sentence']:.2f}" if "meaning" in r else "-"
+        mean = "-" if "meaning" not in r else f"{r['meaning']:.2f}" if "words" not in r else \
+            f"{r['meaning']:.2f} = {r['words']:.2f} + {r['sentence']:.2f}"
         near = f"{r['nearest']!r} ({r['cosine']:.2f})" if "nearest" in r else ""
         lines.append(f"  {r['plan']:<22}{phr[:27]:<28}{mean:<30}{near}")
     if ex["nearest_not_example"]["text"]:
@@ -221,9 +240,10 @@ def format_explain(ex: dict[str, Any]) -> str:
 
 
 def calibrate(plans: Sequence[Plan], cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The meaning thresholds that start the most requests on the cases not held out (with and without the
+    """The meaning constants that start the most requests on the cases not held out (with and without the
     domain) while at most CALIBRATION_FALSE_ACTIVATIONS of the other messages start a plan; ties go to the
-    higher thresholds.  The scores do not depend on the thresholds, so each case is scored once."""
+    higher threshold and the smaller bonuses.  The scores do not depend on the constants, so each case is
+    scored once."""
     index = meaning.index_of(plans)
     if index is None:
         raise RuntimeError(meaning.unavailable())
@@ -237,45 +257,49 @@ def calibrate(plans: Sequence[Plan], cases: Sequence[dict[str, Any]]) -> dict[st
         for d in (c.get("domain", ""), ""):  # what the phrases decide, as best_match has them decide
             found = by_words([m for p in plans if (m := score_plan(p, text, d))], verdict) if text else []
             words[d] = found[0] if found else None
-        prepared.append((c, text, words, verdict))
-    grid = [round(0.5 + 0.05 * i, 2) for i in range(27)]
+        named = [p.id for p in plans if text and trigger_hits(p.all_triggers, text)]
+        prepared.append((c, text, words, verdict, named))
+    model = index.model is not None
+    if model:
+        grid = [(t / 4, d / 4, p / 4) for t in range(-12, 5) for d in range(0, 13) for p in range(0, 13)]
+    else:
+        steps = [round(0.5 + 0.05 * i, 2) for i in range(27)]
+        grid = [(t, d, m) for t in steps for d in steps if d <= t for m in (0.0, 0.05, 0.1)]
     best: tuple | None = None
-    for threshold in grid:
-        for domain_threshold in (g for g in grid if g <= threshold):
-            for margin in (0.0, 0.05, 0.1):
-                figs = {}
-                for key, use in (("with_domain", True), ("without_domain", False)):
-                    results = []
-                    for c, text, words, verdict in prepared:
-                        d = c.get("domain", "") if use else ""
-                        got = words[d].plan.id if words[d] else None
-                        if got is None and text:
-                            win = verdict.winner(lambda pid: by_id[pid].domains, d, threshold, domain_threshold,
-                                                 margin)[0]
-                            got = win.plan_id if win else None
-                        results.append(CaseResult(c["message"], d, c["expect"], got, ()))
-                    figs[key] = figures(results)
-                if any(f["false_rate"] > CALIBRATION_FALSE_ACTIVATIONS for f in figs.values()):
-                    continue
-                key = (figs["with_domain"]["recall"] + figs["without_domain"]["recall"], threshold,
-                       domain_threshold, margin)
-                if best is None or key > best[0]:
-                    best = (key, figs)
+    for constants in grid:
+        figs = {}
+        for key, use in (("with_domain", True), ("without_domain", False)):
+            results = []
+            for c, text, words, verdict, named in prepared:
+                d = c.get("domain", "") if use else ""
+                got = words[d].plan.id if words[d] else None
+                if got is None and text:
+                    win = verdict.winner(lambda pid: by_id[pid].domains, d, named, constants=constants)[0]
+                    got = win.plan_id if win else None
+                results.append(CaseResult(c["message"], d, c["expect"], got, ()))
+            figs[key] = figures(results)
+        if any(f["false_rate"] > CALIBRATION_FALSE_ACTIVATIONS for f in figs.values()):
+            continue
+        first, second, third = constants
+        key = (figs["with_domain"]["recall"] + figs["without_domain"]["recall"], first,
+               -second if model else second, -third if model else third)
+        if best is None or key > best[0]:
+            best = (key, figs, constants)
     if best is None:
         return {"found": False, "cases": len(tune)}
-    (_, threshold, domain_threshold, margin), figs = best
-    return {"found": True, "cases": len(tune), "threshold": threshold, "domain_threshold": domain_threshold,
-            "margin": margin, "figures": figs}
+    _, figs, constants = best
+    return {"found": True, "cases": len(tune), "model": model, "constants": dict(zip(thresholds(model), constants)),
+            "figures": figs}
 
 
 def format_calibration(cal: dict[str, Any]) -> str:
     if not cal["found"]:
-        return (f"no thresholds keep the false activations at or under {CALIBRATION_FALSE_ACTIVATIONS:.1%} on the "
+        return (f"no constants keep the false activations at or under {CALIBRATION_FALSE_ACTIVATIONS:.1%} on the "
                 f"{cal['cases']} cases not held out")
-    lines = [f"on the {cal['cases']} cases not held out: THRESHOLD = {cal['threshold']:.2f}, "
-             f"DOMAIN_THRESHOLD = {cal['domain_threshold']:.2f}, MARGIN = {cal['margin']:.2f} "
-             f"(graph_engine/meaning.py uses {meaning.THRESHOLD:.2f}, {meaning.DOMAIN_THRESHOLD:.2f}, "
-             f"{meaning.MARGIN:.2f})"]
+    used = thresholds(cal["model"])
+    lines = [f"on the {cal['cases']} cases not held out: "
+             + ", ".join(f"{k} = {v:.2f}" for k, v in cal["constants"].items())
+             + " (graph_engine/meaning.py uses " + ", ".join(f"{v:.2f}" for v in used.values()) + ")"]
     for key, f in cal["figures"].items():
         lines.append(f"  {key.replace('_', ' ')}: {f['right']} of {f['requests']} requests ({f['recall']:.1%}), "
                      f"{f['false_activations']} of {f['negatives']} false activations ({f['false_rate']:.1%})")
