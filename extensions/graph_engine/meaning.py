@@ -53,7 +53,7 @@ NEAR_DOMAIN_THRESHOLD = 0.60
 NEAR_MARGIN = 0.0
 # the model (libraries of up to MODEL_PLANS plans)
 THRESHOLD = -1.0  # a plan's log-odds against "no plan", bonuses included, to start it
-DOMAIN_BONUS = 0.0  # the belief-state domain is one of the plan's
+DOMAIN_BONUS = 0.5  # the belief-state domain is one of the plan's
 PHRASE_BONUS = 0.0  # one of the plan's trigger phrases is in the message (too few to start it by phrases)
 MODEL_PLANS = 64
 WORD_MATCH = 0.6  # a message word counts a plan-text word this near (cosine)

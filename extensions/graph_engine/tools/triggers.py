@@ -242,7 +242,8 @@ def format_explain(ex: dict[str, Any]) -> str:
 def calibrate(plans: Sequence[Plan], cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The meaning constants that start the most requests on the cases not held out (with and without the
     domain) while at most CALIBRATION_FALSE_ACTIVATIONS of the other messages start a plan; ties go to the
-    higher threshold and the smaller bonuses.  The scores do not depend on the constants, so each case is
+    higher threshold, then the larger domain bonus (the tracker's domain is evidence), then the smaller phrase
+    bonus.  The scores do not depend on the constants, so each case is
     scored once."""
     index = meaning.index_of(plans)
     if index is None:
@@ -281,8 +282,8 @@ def calibrate(plans: Sequence[Plan], cases: Sequence[dict[str, Any]]) -> dict[st
         if any(f["false_rate"] > CALIBRATION_FALSE_ACTIVATIONS for f in figs.values()):
             continue
         first, second, third = constants
-        key = (figs["with_domain"]["recall"] + figs["without_domain"]["recall"], first,
-               -second if model else second, -third if model else third)
+        key = (figs["with_domain"]["recall"] + figs["without_domain"]["recall"], first, second,
+               -third if model else third)
         if best is None or key > best[0]:
             best = (key, figs, constants)
     if best is None:
