@@ -2,7 +2,7 @@
 
 import json
 
-from graph_engine.tools import cli
+from graph_engine.tools import cli, triggers
 from graph_engine.library import load_library_file
 from graph_engine.tools.standin import FIXTURES, LIBRARY, BeliefStateTracker
 from graph_engine.matching import best_match
@@ -93,8 +93,8 @@ def test_explain_and_calibrate(capsys):
     cal = json.loads(capsys.readouterr().out)
     assert cal["found"] and all(f["false_rate"] <= MAX_FALSE_ACTIVATIONS for f in cal["figures"].values())
     from graph_engine import meaning
-    assert (cal["threshold"], cal["domain_threshold"], cal["margin"]) == \
-        (meaning.THRESHOLD, meaning.DOMAIN_THRESHOLD, meaning.MARGIN)  # the shipped thresholds are calibrated
+    assert cal["model"] and cal["constants"] == triggers.thresholds(True) == {  # the shipped constants are calibrated
+        "threshold": meaning.THRESHOLD, "domain_bonus": meaning.DOMAIN_BONUS, "phrase_bonus": meaning.PHRASE_BONUS}
 
 
 def test_every_plan_has_a_mention_that_starts_nothing_and_requests_that_start_it():
