@@ -94,7 +94,7 @@ def test_explain_and_calibrate(capsys):
     assert cal["found"] and all(f["false_rate"] <= MAX_FALSE_ACTIVATIONS for f in cal["figures"].values())
     from graph_engine import meaning
     assert cal["model"] and cal["constants"] == triggers.thresholds(True) == {  # the shipped constants are calibrated
-        "threshold": meaning.THRESHOLD, "domain_bonus": meaning.DOMAIN_BONUS, "phrase_bonus": meaning.PHRASE_BONUS}
+        "threshold": meaning.THRESHOLD, "bonus": meaning.BONUS}
 
 
 def test_every_plan_has_a_mention_that_starts_nothing_and_requests_that_start_it():

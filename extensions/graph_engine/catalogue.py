@@ -149,7 +149,8 @@ class Catalogue(Indexed):
         found = [m for pid in self.index.candidates(text)
                  if allowed(pid, allowed_plans) and (m := score_plan(heads[pid], text, domain))]
         index = self.meaning_index()
-        for m in by_words(found, index.verdict(text, allowed_plans) if found and index is not None else None):
+        for m in by_words(found, index.verdict(text, allowed_plans, full=True) if found and index is not None
+                                 else None):
             plan = self.get(m.plan.id)  # a plan with an error is skipped, as a full load leaves it out
             if plan is not None:
                 return m if m.plan is plan else replace(m, plan=plan)

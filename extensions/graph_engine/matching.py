@@ -169,7 +169,7 @@ def best_match(plans: Iterable[Plan] | Indexed, message: str, domain: str | None
     index = meaning.index_of(plans)
     found = [m for p in plans if allowed(p.id, allowed_plans) and (m := score_plan(p, text, domain))]
     if found:
-        ordered = by_words(found, index.verdict(text, allowed_plans) if index is not None else None)
+        ordered = by_words(found, index.verdict(text, allowed_plans, full=True) if index is not None else None)
         return ordered[0] if ordered else None
     by_id = {p.id: p for p in plans}
     return by_meaning(index, by_id.__getitem__, text, domain, allowed_plans,

@@ -15,8 +15,9 @@ version named, an order, a report of what broke), with one class per plan and on
 examples are every plan's ``not_examples`` and the engine's own list of messages that ask for no plan's work
 (``not_requests.py``: small talk, tasks a chat answers itself, a plan's words in another sense).  It is
 trained when the library is loaded (a few hundred milliseconds for ten plans) and kept by a hash of the texts.
-A plan's score is how far its class leads "no plan" (log-odds), plus ``DOMAIN_BONUS`` when the belief-state
-domain is one of the plan's and ``PHRASE_BONUS`` when one of its trigger phrases is in the message; the best
+A plan's score is how far its class leads "no plan" (log-odds), plus ``BONUS`` when the belief-state domain is
+one of the plan's and ``BONUS`` again when one of its trigger phrases is in the message (as each adds a point
+to matching by phrases); the best
 plan starts when its score reaches ``THRESHOLD``.
 
 A larger library is scored by nearness to the plans' texts instead (training would take too long):
@@ -53,8 +54,7 @@ NEAR_DOMAIN_THRESHOLD = 0.60
 NEAR_MARGIN = 0.0
 # the model (libraries of up to MODEL_PLANS plans)
 THRESHOLD = -1.0  # a plan's log-odds against "no plan", bonuses included, to start it
-DOMAIN_BONUS = 0.5  # the belief-state domain is one of the plan's
-PHRASE_BONUS = 0.0  # one of the plan's trigger phrases is in the message (too few to start it by phrases)
+BONUS = 0.75  # per piece of evidence: the domain is one of the plan's; one of its phrases is in the message
 MODEL_PLANS = 64
 WORD_MATCH = 0.6  # a message word counts a plan-text word this near (cosine)
 TRAIN_STEPS = 200
@@ -238,27 +238,27 @@ class Verdict:
     model: bool = False
 
     def winner(self, domains_of: Any, domain: str | None, named: Iterable[str] = (), usable: Any = None,
-               constants: tuple[float, float, float] | None = None) -> tuple[Scores | None, str]:
+               constants: tuple[float, ...] | None = None) -> tuple[Scores | None, str]:
         """The plan the message starts (None and why not).  ``domains_of(plan_id)``: the plan's domains;
         ``named``: plans whose trigger phrases are in the message without reaching their threshold;
         ``usable(plan_id)``: False for a plan found broken since the index was built (passed over).  With the
         domain unknown (None), a plan is returned only when no domain could undo the choice.  ``constants``:
-        (THRESHOLD, DOMAIN_BONUS, PHRASE_BONUS) for a model, (NEAR_THRESHOLD, NEAR_DOMAIN_THRESHOLD,
-        NEAR_MARGIN) by nearness; the module's by default."""
+        (THRESHOLD, BONUS) for a model, (NEAR_THRESHOLD, NEAR_DOMAIN_THRESHOLD, NEAR_MARGIN) by nearness; the
+        module's by default."""
         ranked = self.ranked if usable is None else tuple(s for s in self.ranked if usable(s.plan_id))
         if not ranked:
             return None, "no plan is near it"
         named = frozenset(named)
         if self.model:
-            threshold, domain_bonus, phrase_bonus = constants or (THRESHOLD, DOMAIN_BONUS, PHRASE_BONUS)
-            scored = sorted(((s.total + (domain_bonus if domain and domain in domains_of(s.plan_id) else 0.0)
-                              + (phrase_bonus if s.plan_id in named else 0.0), s) for s in ranked),
+            threshold, bonus = constants or (THRESHOLD, BONUS)
+            scored = sorted(((s.total + (bonus if domain and domain in domains_of(s.plan_id) else 0.0)
+                              + (bonus if s.plan_id in named else 0.0), s) for s in ranked),
                             key=lambda x: (-x[0], x[1].plan_id))
             score, best = scored[0]
             if score < threshold:
                 return None, f"best score {score:.2f} is below {threshold:.2f}"
             if domain is None:  # the domain is not known yet: another plan's domain must not be able to win
-                rival = next((s for sc, s in scored[1:] if sc + domain_bonus >= score
+                rival = next((s for sc, s in scored[1:] if sc + bonus >= score
                               and not set(domains_of(s.plan_id)) <= set(domains_of(best.plan_id))), None)
                 if rival is not None:
                     return None, f"the domain could still choose '{rival.plan_id}'"
@@ -291,7 +291,7 @@ class Verdict:
         if not self.ranked:
             return False
         if self.model:
-            return self.ranked[0].total + DOMAIN_BONUS + PHRASE_BONUS >= THRESHOLD
+            return self.ranked[0].total + 2 * BONUS >= THRESHOLD
         return self.ranked[0].total >= min(NEAR_THRESHOLD, NEAR_DOMAIN_THRESHOLD) and \
             self.not_cosine < self.ranked[0].cosine
 
@@ -566,7 +566,7 @@ class Index:
             return Verdict((), model=True)
         z = self.model.scores(text, ids, words)
         odds = z[rows] - z[n]
-        if not full and float(odds.max()) + DOMAIN_BONUS + PHRASE_BONUS < THRESHOLD:
+        if not full and float(odds.max()) + 2 * BONUS < THRESHOLD:
             return Verdict((), model=True)  # no domain or phrase could make it start a plan
         sent = enc.sentence(ids)
         chosen = np.asarray(rows, dtype=np.int64)

@@ -174,5 +174,8 @@ MESSAGES = (
     'can you see my screen?',
     'a bug in the matrix, what would that even mean',
     'the deadline slipped again, why?',
-    'an exception to the rule, for example?',
+    'an exception to the rule, for example?',    'no rush, whenever you are ready',
+    'take care',
+    'hold on a minute',
+    'take a break, you deserve it',
 )

@@ -203,8 +203,7 @@ def explain(plans: Sequence[Plan], message: str, domain: str | None) -> dict[str
 def thresholds(model: bool) -> dict[str, float]:
     """The constants that decide a match by meaning (a library scored by a model, or by nearness)."""
     if model:
-        return {"threshold": meaning.THRESHOLD, "domain_bonus": meaning.DOMAIN_BONUS,
-                "phrase_bonus": meaning.PHRASE_BONUS}
+        return {"threshold": meaning.THRESHOLD, "bonus": meaning.BONUS}
     return {"threshold": meaning.NEAR_THRESHOLD, "domain_threshold": meaning.NEAR_DOMAIN_THRESHOLD,
             "margin": meaning.NEAR_MARGIN}
 
@@ -212,8 +211,8 @@ def thresholds(model: bool) -> dict[str, float]:
 def format_explain(ex: dict[str, Any]) -> str:
     t = ex["thresholds"]
     if ex["model"]:
-        rule = (f"meaning (log-odds against no plan) + {t['domain_bonus']:.2f} when the domain is the plan's "
-                f"+ {t['phrase_bonus']:.2f} when one of its phrases is in it must reach {t['threshold']:.2f}")
+        rule = (f"meaning (log-odds against no plan), + {t['bonus']:.2f} when the domain is the plan's and "
+                f"+ {t['bonus']:.2f} when one of its phrases is in it, must reach {t['threshold']:.2f}")
         head = "meaning (log-odds)"
     else:
         rule = (f"meaning {t['threshold']:.2f}, {t['domain_threshold']:.2f} when the domain is the plan's; "
@@ -242,9 +241,8 @@ def format_explain(ex: dict[str, Any]) -> str:
 def calibrate(plans: Sequence[Plan], cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The meaning constants that start the most requests on the cases not held out (with and without the
     domain) while at most CALIBRATION_FALSE_ACTIVATIONS of the other messages start a plan; ties go to the
-    higher threshold, then the larger domain bonus (the tracker's domain is evidence), then the smaller phrase
-    bonus.  The scores do not depend on the constants, so each case is
-    scored once."""
+    higher threshold, then the larger bonus (the domain and the phrases are evidence; by nearness, the larger
+    domain threshold and lead).  The scores do not depend on the constants, so each case is scored once."""
     index = meaning.index_of(plans)
     if index is None:
         raise RuntimeError(meaning.unavailable())
@@ -262,7 +260,7 @@ def calibrate(plans: Sequence[Plan], cases: Sequence[dict[str, Any]]) -> dict[st
         prepared.append((c, text, words, verdict, named))
     model = index.model is not None
     if model:
-        grid = [(t / 4, d / 4, p / 4) for t in range(-12, 5) for d in range(0, 13) for p in range(0, 13)]
+        grid = [(t / 4, b / 4) for t in range(-12, 5) for b in range(0, 13)]
     else:
         steps = [round(0.5 + 0.05 * i, 2) for i in range(27)]
         grid = [(t, d, m) for t in steps for d in steps if d <= t for m in (0.0, 0.05, 0.1)]
@@ -281,9 +279,7 @@ def calibrate(plans: Sequence[Plan], cases: Sequence[dict[str, Any]]) -> dict[st
             figs[key] = figures(results)
         if any(f["false_rate"] > CALIBRATION_FALSE_ACTIVATIONS for f in figs.values()):
             continue
-        first, second, third = constants
-        key = (figs["with_domain"]["recall"] + figs["without_domain"]["recall"], first, second,
-               -third if model else third)
+        key = (figs["with_domain"]["recall"] + figs["without_domain"]["recall"], *constants)
         if best is None or key > best[0]:
             best = (key, figs, constants)
     if best is None:
