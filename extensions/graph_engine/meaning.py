@@ -54,7 +54,7 @@ NEAR_DOMAIN_THRESHOLD = 0.60
 NEAR_MARGIN = 0.0
 # the model (libraries of up to MODEL_PLANS plans)
 THRESHOLD = -1.0  # a plan's log-odds against "no plan", bonuses included, to start it
-BONUS = 0.75  # per piece of evidence: the domain is one of the plan's; one of its phrases is in the message
+BONUS = 0.25  # per piece of evidence: the domain is one of the plan's; one of its phrases is in the message
 MODEL_PLANS = 64
 WORD_MATCH = 0.6  # a message word counts a plan-text word this near (cosine)
 TRAIN_STEPS = 200
