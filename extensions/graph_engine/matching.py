@@ -75,18 +75,23 @@ _MENTION = re.compile(_LEAD + r"(?:"
     r"|summari[sz]e (?:(?:this|that|the|a|an|these|those|my) )?(?:\w+ )?(?:article|text|paragraph|book|story|chapter|"
     r"video|paper|essay|email|e-mail|thread|conversation|page|post|news|document|meeting|film|movie|podcast|lecture|"
     r"speech|poem|plot|history)s?\b"
-    r"|(?:should|could|would|can|do|must) (?:i|we|one)\b|(?:is|are) (?:it|there|this|that)\b"
+    r"|(?:should|could|would|can|do|must|will) (?:i|we|one)\b|(?:is|are|will) (?:it|there|this|that)\b"
+    r"|will (?:my|our|the|this|that) "
     r"|(?:is|are|does|do) (?!you\b)[\w.+#-]+ (?:\w+ )?(?:better|worse|faster|slower|good|bad|worth|safe|free|"
     r"necessary|needed|required|possible|secure|stable)\b"
     r"|(?:recommend|suggest)\b|(?:difference|differences) between\b|(?:when|which|who) "
     r"|(?:write|compose|make up|give me|tell me|draft) (?:me )?(?:a|an|some|\d+)? ?(?:short |funny |little )?"
-    r"(?:poem|story|haiku|song|joke|limerick|essay|rap|sonnet|tweet|blog post|article|quote|riddle|slogan)s?\b"
+    r"(?:poem|story|haiku|song|joke|limerick|essay|rap|sonnet|tweet|blog post|article|quote|riddle|slogan|slide|"
+    r"presentation|letter|memo|speech)s?\b"
+    r"|what (?:\w+ ){1,3}(?:exist|are there|are available)\b"
     r"|(?:a|an|some)? ?(?:short |funny |little )?(?:poem|story|haiku|song|joke|limerick|essay|rap|sonnet|riddle)s? "
     r"(?:about|on|for)\b"
     r")")
 _ABOUT = re.compile(r"\b(?:poem|story|haiku|song|joke|limerick|essay|article|blog post|talk|book|course|tutorial|"
                     r"video|quote|quiz|history|overview|introduction|lecture) (?:about|on|of)\b")
-_CLAUSES = re.compile(r"[.?!;:\n]+\s*|,? (?:and then|then|and also|but) ")
+# clause breaks: sentence ends, "and then"-like joins, and a question tagged on after a comma ("..., is it safe?")
+_CLAUSES = re.compile(r"[.?!;:\n]+\s*|,? (?:and then|then|and also|but) |, (?=(?:is|are|was|were|will|would|can|could|"
+                      r"should|do|does|did) (?:it|i|we|my|our|this|that|there|you|they)\b)")
 
 
 def request_text(text: str) -> str:
