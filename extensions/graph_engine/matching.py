@@ -72,6 +72,8 @@ _MENTION = re.compile(_LEAD + r"(?:"
     r"|why (?:is|are) (?!.*\b(?:fail|crash|broke|error|wrong|slow|stuck|missing|empty|down|hang|not)).*"
     r"|(?:explain|describe|define|compare|teach me|tell me (?:about|what|how|why|a|an))\b"
     r"|(?:a|an) [^,]*, (?:but )?(?:why|how|how come)$"  # "an error in floating point, why?": about a topic
+    r"|translate\b|how do (?:you|i) say\b|(?:english|spanish|german|french|italian|portuguese|dutch|japanese|"
+    r"chinese|russian|polish|turkish|arabic|hindi) for\b"
     r"|summari[sz]e (?:(?:this|that|the|a|an|these|those|my) )?(?:\w+ )?(?:article|text|paragraph|book|story|chapter|"
     r"video|paper|essay|email|e-mail|thread|conversation|page|post|news|document|meeting|film|movie|podcast|lecture|"
     r"speech|poem|plot|history)s?\b"
@@ -83,23 +85,38 @@ _MENTION = re.compile(_LEAD + r"(?:"
     r"|(?:write|compose|make up|give me|tell me|draft) (?:me )?(?:a|an|some|\d+)? ?(?:short |funny |little )?"
     r"(?:poem|story|haiku|song|joke|limerick|essay|rap|sonnet|tweet|blog post|article|quote|riddle|slogan|slide|"
     r"presentation|letter|memo|speech)s?\b"
-    r"|what (?:\w+ ){1,3}(?:exist|are there|are available)\b"
+    r"|what (?:\w+ ){1,3}(?:exist|are there|are available)\b|what \w+ (?:do|would|should) (?:you|i|we) "
+    r"|summari[sz]e (?:this|that|it)\b(?! (?:log|error|output|trace|crash|failure))"
     r"|(?:a|an|some)? ?(?:short |funny |little )?(?:poem|story|haiku|song|joke|limerick|essay|rap|sonnet|riddle)s? "
     r"(?:about|on|for)\b"
     r")")
 _ABOUT = re.compile(r"\b(?:poem|story|haiku|song|joke|limerick|essay|article|blog post|talk|book|course|tutorial|"
                     r"video|quote|quiz|history|overview|introduction|lecture) (?:about|on|of)\b")
 # clause breaks: sentence ends, "and then"-like joins, and a question tagged on after a comma ("..., is it safe?")
-_CLAUSES = re.compile(r"[.?!;:\n]+\s*|,? (?:and then|then|and also|but) |, (?=(?:is|are|was|were|will|would|can|could|"
-                      r"should|do|does|did) (?:it|i|we|my|our|this|that|there|you|they)\b)")
+_TAGGED = (r", (?=(?:is|are|was|were|will|would|can|could|should|do|does|did) (?:it|i|we|my|our|this|that|there|you|"
+           r"they)\b|(?:how|what|which|why|who|where|when) |(?:suggest|recommend)\b)")
+_CLAUSES = re.compile(r"[.?!;:\n]+\s*|,? (?:and then|then|and also|but) |" + _TAGGED)
+_TAG = re.compile(_TAGGED)
 
 
 def request_text(text: str) -> str:
     """The parts of a normalised message that ask for work: each sentence that only asks about a topic
     (a question, an explanation, a poem about it) is left out, so its trigger phrases do not count."""
-    if not _MENTION.search(text) and not _ABOUT.search(text) and "?" not in text:
+    if not _MENTION.search(text) and not _ABOUT.search(text) and "?" not in text and not _TAG.search(text):
         return text  # the usual case: no sentence to leave out
-    kept = [c for c in _CLAUSES.split(text) if c and not _MENTION.match(c) and not _ABOUT.search(c)]
+    kept, dropped, quote = [], False, ""
+    for c in _CLAUSES.split(text):
+        if not c:
+            continue
+        if quote:  # inside a quote that such a sentence introduced: left out up to its end
+            quote = "" if quote in c else quote
+            continue
+        if dropped and c[0] in "'\"`":  # what such a sentence asks about ("summarise this: '...'")
+            quote = "" if c[0] in c[1:] else c[0]
+            continue
+        dropped = bool(_MENTION.match(c) or _ABOUT.search(c))
+        if not dropped:
+            kept.append(c)
     return " ".join(" ".join(kept).split())
 
 

@@ -55,6 +55,7 @@ NEAR_MARGIN = 0.0
 # the model (libraries of up to MODEL_PLANS plans)
 THRESHOLD = -1.0  # a plan's log-odds against "no plan", bonuses included, to start it
 BONUS = 0.25  # per piece of evidence: the domain is one of the plan's; one of its phrases is in the message
+LIKENESS = 0.25  # the message's cosine with the plan's nearest text, at least: a plan nothing like it never starts
 MODEL_PLANS = 64
 WORD_MATCH = 0.6  # a message word counts a plan-text word this near (cosine)
 TRAIN_STEPS = 400
@@ -243,20 +244,23 @@ class Verdict:
         ``named``: plans whose trigger phrases are in the message without reaching their threshold;
         ``usable(plan_id)``: False for a plan found broken since the index was built (passed over).  With the
         domain unknown (None), a plan is returned only when no domain could undo the choice.  ``constants``:
-        (THRESHOLD, BONUS) for a model, (NEAR_THRESHOLD, NEAR_DOMAIN_THRESHOLD, NEAR_MARGIN) by nearness; the
-        module's by default."""
+        (THRESHOLD, BONUS, LIKENESS) for a model, (NEAR_THRESHOLD, NEAR_DOMAIN_THRESHOLD, NEAR_MARGIN) by
+        nearness; the module's by default."""
         ranked = self.ranked if usable is None else tuple(s for s in self.ranked if usable(s.plan_id))
         if not ranked:
             return None, "no plan is near it"
         named = frozenset(named)
         if self.model:
-            threshold, bonus = constants or (THRESHOLD, BONUS)
+            threshold, bonus, likeness = constants or (THRESHOLD, BONUS, LIKENESS)
             scored = sorted(((s.total + (bonus if domain and domain in domains_of(s.plan_id) else 0.0)
                               + (bonus if s.plan_id in named else 0.0), s) for s in ranked),
                             key=lambda x: (-x[0], x[1].plan_id))
             score, best = scored[0]
             if score < threshold:
                 return None, f"best score {score:.2f} is below {threshold:.2f}"
+            if best.cosine < likeness:
+                return None, (f"'{best.plan_id}' scores {score:.2f}, but its nearest text is only {best.cosine:.2f} "
+                              f"alike (at least {likeness:.2f})")
             if domain is None:  # the domain is not known yet: another plan's domain must not be able to win
                 rival = next((s for sc, s in scored[1:] if sc + bonus >= score
                               and not set(domains_of(s.plan_id)) <= set(domains_of(best.plan_id))), None)

@@ -207,7 +207,7 @@ def explain(plans: Sequence[Plan], message: str, domain: str | None) -> dict[str
 def thresholds(model: bool) -> dict[str, float]:
     """The constants that decide a match by meaning (a library scored by a model, or by nearness)."""
     if model:
-        return {"threshold": meaning.THRESHOLD, "bonus": meaning.BONUS}
+        return {"threshold": meaning.THRESHOLD, "bonus": meaning.BONUS, "likeness": meaning.LIKENESS}
     return {"threshold": meaning.NEAR_THRESHOLD, "domain_threshold": meaning.NEAR_DOMAIN_THRESHOLD,
             "margin": meaning.NEAR_MARGIN}
 
@@ -216,7 +216,8 @@ def format_explain(ex: dict[str, Any]) -> str:
     t = ex["thresholds"]
     if ex["model"]:
         rule = (f"meaning (log-odds against no plan), + {t['bonus']:.2f} when the domain is the plan's and "
-                f"+ {t['bonus']:.2f} when one of its phrases is in it, must reach {t['threshold']:.2f}")
+                f"+ {t['bonus']:.2f} when one of its phrases is in it, must reach {t['threshold']:.2f}, and the "
+                f"nearest text be {t['likeness']:.2f} alike")
         head = "meaning (log-odds)"
     else:
         rule = (f"meaning {t['threshold']:.2f}, {t['domain_threshold']:.2f} when the domain is the plan's; "
@@ -246,8 +247,8 @@ def calibrate(plans: Sequence[Plan], cases: Sequence[dict[str, Any]]) -> dict[st
     """The meaning constants that start the most requests on the cases not held out (with and without the
     domain) while at most CALIBRATION_FALSE_ACTIVATIONS of the other messages start a plan (headroom for
     messages it has not seen; MAX_FALSE_ACTIVATIONS when no constants allow that); ties go to the
-    higher threshold, then the larger bonus (the domain and the phrases are evidence; by nearness, the larger
-    domain threshold and lead).  The scores do not depend on the constants, so each case is scored once."""
+    higher threshold, then the larger bonus (the domain and the phrases are evidence), then the higher likeness
+    (by nearness, the larger domain threshold and lead).  The scores do not depend on the constants, so each case is scored once."""
     index = meaning.index_of(plans)
     if index is None:
         raise RuntimeError(meaning.unavailable())
@@ -265,7 +266,7 @@ def calibrate(plans: Sequence[Plan], cases: Sequence[dict[str, Any]]) -> dict[st
         prepared.append((c, text, words, verdict, named))
     model = index.model is not None
     if model:
-        grid = [(t / 4, b / 4) for t in range(-12, 5) for b in range(0, 13)]
+        grid = [(t / 4, b / 4, k / 20) for t in range(-12, 5) for b in range(0, 9) for k in range(0, 8)]
     else:
         steps = [round(0.5 + 0.05 * i, 2) for i in range(27)]
         grid = [(t, d, m) for t in steps for d in steps if d <= t for m in (0.0, 0.05, 0.1)]
