@@ -53,9 +53,9 @@ NEAR_THRESHOLD = 1.10
 NEAR_DOMAIN_THRESHOLD = 0.60
 NEAR_MARGIN = 0.0
 # the model (libraries of up to MODEL_PLANS plans)
-THRESHOLD = -1.0  # a plan's log-odds against "no plan", bonuses included, to start it
-BONUS = 0.25  # per piece of evidence: the domain is one of the plan's; one of its phrases is in the message
-LIKENESS = 0.25  # the message's cosine with the plan's nearest text, at least: a plan nothing like it never starts
+THRESHOLD = 0.25  # a plan's log-odds against "no plan", bonuses included, to start it
+BONUS = 1.75  # per piece of evidence: the domain is one of the plan's; one of its phrases is in the message
+LIKENESS = 0.35  # the message's cosine with the plan's nearest text, at least: a plan nothing like it never starts
 MODEL_PLANS = 64
 WORD_MATCH = 0.6  # a message word counts a plan-text word this near (cosine)
 TRAIN_STEPS = 400
