@@ -10,7 +10,7 @@ from graph_engine.library import load_library_file
 from graph_engine.matching import best_match
 from graph_engine.tools.standin import LIBRARY, BeliefStateTracker, Reply, Session
 
-ASKED = "the tests in test_api.py are red, get them green again"  # no trigger phrase of any plan
+ASKED = "the nightly export dies with a ZeroDivisionError, make it work again"  # no trigger phrase of any plan
 PLANS = list(load_library_file(str(LIBRARY)).plans.values())
 
 

@@ -353,7 +353,7 @@ class Model:
         return np.where(near >= WORD_MATCH, near, 0.0).astype(np.float32)
 
     def scores(self, text: str, ids: list[int], words: Any) -> Any:
-        """Every class's score for a lower-cased request text (the last: "no plan")."""
+        """Every class's score for a request text (the last: "no plan")."""
         np, memo = self.enc.np, self._memo
         z = self.bias + self.enc.sentence(ids) @ self.sentence + np.asarray(cues(text), dtype=np.float32) @ self.cues
         got = [memo.get(w) for w in words.tolist()]
@@ -371,6 +371,8 @@ class Model:
 
 
 def cues(text: str) -> list[float]:
+    """Which ``CUES`` a text shows (1.0) or not (0.0), letter case aside."""
+    text = text.lower()
     return [1.0 if pattern.search(text) else 0.0 for _, pattern in CUES]
 
 
