@@ -420,3 +420,26 @@ def test_a_zip_of_the_whole_repository_installs_through_the_dialog(tmp_path, own
     assert (root / "usr/plugins" / PLUGIN / "tests").is_dir() and not (root / LEGACY).exists()
     uninstall_plugin(root, PLUGIN)
     assert snapshot(root) == before
+
+
+@pytest.mark.parametrize("pip_code", [0, 1])
+def test_the_install_hook_installs_the_optional_packages_the_framework_lacks(tmp_path, plugin_zip, own_modules,
+                                                                             monkeypatch, capsys, pip_code):
+    """The dialog's install runs pip for what the framework's Python lacks (here wordllama, hidden from it);
+    when pip fails, the install still succeeds and one line says how to install it later."""
+    hidden = tmp_path / "hidden"
+    (hidden / "wordllama").mkdir(parents=True)
+    (hidden / "wordllama" / "__init__.py").write_text("raise ImportError('hidden from this Python')\n")
+    monkeypatch.setenv("PYTHONPATH", str(hidden))
+    calls = []
+    real_call = subprocess.call
+    monkeypatch.setattr(subprocess, "call", lambda cmd, *a, **k: calls.append(cmd) or pip_code
+                        if cmd[1:4] == ["-m", "pip", "install"] else real_call(cmd, *a, **k))
+    root = legacy_tree(tmp_path)
+    assert install_plugin_zip(root, plugin_zip) == PLUGIN
+    assert calls == [[sys.executable, "-m", "pip", "install", "--quiet", "wordllama>=0.4,<0.5"]]
+    assert manifest(root)["form"] == "dialog"
+    said = [line for line in capsys.readouterr().out.splitlines() if "could not install" in line]
+    assert said == ([] if pip_code == 0 else [
+        f"pip could not install wordllama (1); the engine works without them (by words only, without wordllama); "
+        f"install them later with: {sys.executable} -m pip install 'wordllama>=0.4,<0.5'"])

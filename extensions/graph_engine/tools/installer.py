@@ -54,6 +54,7 @@ MARK = "Graph workflow engine"  # first line of this pack's extension files
 DIALOG = "dialog"  # the manifest's form for a plugin that Agent-Zero's Plugins dialog installed
 PLUGIN_TOP = ("plugin.yaml", "hooks.py", "execute.py", "default_config.yaml", "LICENSE", "README.md")
 OPTIONAL = ("orjson", "jsonschema", "wordllama")  # wordllama: requests matched by meaning, not only by words
+REQUIREMENT = {"orjson": "orjson>=3.9", "jsonschema": "jsonschema>=4.18", "wordllama": "wordllama>=0.4,<0.5"}
 
 
 class Refused(Exception):
@@ -673,9 +674,9 @@ def print_verification(report: dict) -> None:
         say(f"  optional package {name}: {'present' if present else 'absent (the engine works without it)'}")
 
 
-def install_optional(python: str) -> int:
-    say(f"pip: installing {' '.join(OPTIONAL)} into {python}")
-    return subprocess.call([python, "-m", "pip", "install", "--quiet", *OPTIONAL])
+def install_optional(python: str, names: tuple[str, ...] = OPTIONAL) -> int:
+    say(f"pip: installing {' '.join(names)} into {python}")
+    return subprocess.call([python, "-m", "pip", "install", "--quiet", *(REQUIREMENT[n] for n in names)])
 
 
 # ── entry point ─────────────────────────────────────────────────────────────
@@ -960,6 +961,16 @@ def adopt(plugin_dir: Path, python: str | None = None) -> dict:
     manifest.pop("_run")
     manifest["form"] = DIALOG
     write_manifest(root, manifest, None)
+    missing = tuple(name for name, present in report["optional"].items() if not present)
+    if missing:  # what makes it match by meaning and run faster; the engine works without them
+        try:
+            code = install_optional(python or sys.executable, missing)
+        except OSError as exc:
+            code = f"{type(exc).__name__}: {exc}"
+        if code != 0:
+            say(f"pip could not install {' '.join(missing)} ({code}); the engine works without them (by words "
+                f"only, without wordllama); install them later with: {python or sys.executable} -m pip install "
+                + " ".join(f"'{REQUIREMENT[n]}'" for n in missing))
     return manifest
 
 
