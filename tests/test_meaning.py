@@ -90,5 +90,7 @@ def test_the_scores_are_kept_by_content_and_the_index_by_plans():
     v = index.verdict(ASKED)
     assert v.ranked[0].plan_id == "bugfix_workflow" and v.ranked[0].total >= meaning.THRESHOLD
     assert index.verdict(ASKED) is v  # the second hook of a pass asks again: kept
-    assert [s.plan_id for s in index.verdict(ASKED, ["git_merge_pr"], full=True).ranked] == ["git_merge_pr"]
     assert index.verdict(ASKED, ["git_merge_pr"]).ranked == ()  # nothing it allows could start: nothing scored
+    full = index.verdict(ASKED, ["git_merge_pr"], full=True)
+    assert [s.plan_id for s in full.ranked] == ["git_merge_pr"]
+    assert index.verdict(ASKED, ["git_merge_pr"]) is full  # a full verdict answers the next question too

@@ -517,10 +517,10 @@ class Index:
     def verdict(self, text: str, allowed_ids: Sequence[str] | None = None, full: bool = False) -> Verdict:
         """The plans ranked by meaning for a message's request text (``allowed_ids``: the org filter); without
         ``full``, no plan at all when none could reach a threshold.  The last answer is kept: both hooks of a
-        pass ask about the same message."""
+        pass ask about the same message (and a full answer serves a question without ``full``)."""
         key = (text, None if allowed_ids is None else tuple(allowed_ids), full)
         last = self._last
-        if last is not None and last[0] == key:
+        if last is not None and (last[0] == key or last[0] == (*key[:2], True)):  # a full verdict answers both
             return last[1]
         found = (self._model_verdict if self.model is not None else self._verdict)(text, allowed_ids, full)
         self._last = (key, found)
