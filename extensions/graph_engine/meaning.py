@@ -378,8 +378,8 @@ class Model:
 
 
 def cues(text: str) -> list[float]:
-    """Which ``CUES`` a text shows (1.0) or not (0.0), letter case aside."""
-    text = text.lower()
+    """Which ``CUES`` the first ``MAX_CHARS`` of a text show (1.0) or not (0.0), letter case aside."""
+    text = text[:MAX_CHARS].lower()
     return [1.0 if pattern.search(text) else 0.0 for _, pattern in CUES]
 
 
