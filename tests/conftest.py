@@ -4,6 +4,7 @@ from pathlib import Path
 import os
 import shutil
 import tempfile
+import threading
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -37,6 +38,10 @@ def fresh_runtime(monkeypatch, tmp_path):
         if rt.library.current is not None:
             rt.library.current.cancel()
     adapter._runtimes.clear()
+    for thread in threading.enumerate():  # the meaning index (and the examples' check) a test started: done
+        if thread.name == "graph-engine-meaning":  # before the next test patches the model away under it
+            thread.join(60)
+            assert not thread.is_alive(), "the meaning index was still being built 60 s after the test"
 
 
 # ── hygiene: a test run leaves nothing in the temp folder ───────────────────

@@ -58,7 +58,7 @@ def test_the_labelled_set_figures():
     (floors from the measured figures: a change that loses requests or starts plans for small talk fails)."""
     figs = REPORT["figures"]
     assert REPORT["matching"].startswith("by trigger phrases, then by meaning")
-    for split, recall, false in (("tune", 0.88, 3), ("held_out", 0.88, 0), ("fresh", 0.85, 4), ("all", 0.87, 7)):
+    for split, recall, false in (("tune", 0.88, 2), ("held_out", 0.88, 0), ("fresh", 0.85, 4), ("all", 0.87, 6)):
         for key in ("with_domain", "without_domain"):
             assert figs[split][key]["recall"] >= recall, (split, key)
             assert figs[split][key]["false_activations"] <= false, (split, key)

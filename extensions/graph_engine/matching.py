@@ -207,8 +207,9 @@ def word_match(plans: Iterable[Plan], text: str, domain: str | None,
 
 def by_words(found: list[Match], verdict: meaning.Verdict | None) -> list[Match]:
     """The plans a message's trigger phrases start, best first (``rank``).  With meaning on, a match made by
-    weak phrases alone whose message says nearly what one of the not-examples says is a mention of the
-    plan's topic, not a request, and is left out ("the bug in my garden ate my tomatoes")."""
+    weak phrases alone whose message says nearly what one of the not-examples says, or that the model finds far
+    from the plan, is a mention of the plan's topic, not a request, and is left out ("the bug in my garden ate
+    my tomatoes", "I need a backup plan for the garden wedding")."""
     if verdict is not None:
         found = [m for m in found if set(m.hits) & set(m.plan.strong_triggers) or not verdict.mention(m.plan.id)]
     return sorted(found, key=rank)

@@ -56,6 +56,8 @@ NEAR_MARGIN = 0.0
 THRESHOLD = 0.25  # a plan's log-odds against "no plan", bonuses included, to start it
 BONUS = 1.75  # per piece of evidence: the domain is one of the plan's; one of its phrases is in the message
 LIKENESS = 0.35  # the message's cosine with the plan's nearest text, at least: a plan nothing like it never starts
+VETO = -3.0  # a match by weak phrases alone is undone when the model scores the plan below this ("I need a backup
+# plan for the garden wedding": -4.0; the lowest right match by weak phrases of the tuning cases: -1.06)
 MODEL_PLANS = 64
 WORD_MATCH = 0.6  # a message word counts a plan-text word this near (cosine)
 TRAIN_STEPS = 400
@@ -286,9 +288,10 @@ class Verdict:
 
     def mention(self, plan_id: str) -> bool:
         """The message says nearly what a not-example says (``MENTION_COSINE``), and is nearer it than any text
-        of the plan: a mention of the plan's topic, whatever phrases it shares with the plan."""
+        of the plan; or the model finds it far from the plan (log-odds under ``VETO``): a mention of the plan's
+        topic or its words in another sense, whatever phrases it shares with the plan."""
         s = self.scores_of(plan_id)
-        return s is not None and self.not_cosine >= max(MENTION_COSINE, s.cosine)
+        return s is not None and (self.not_cosine >= max(MENTION_COSINE, s.cosine) or self.model and s.total < VETO)
 
     def may_win(self) -> bool:
         """Whether some domain and org filter could let the best plan start (False: it starts nothing)."""
