@@ -51,7 +51,7 @@ def test_the_first_call_on_the_old_layout_carries_the_plan_too():
 
 def test_a_message_only_its_domain_confirms_starts_one_call_later_and_that_call_is_not_evidence():
     s = Session()
-    s.user("there's a bug in the wiki")  # one weak phrase + the bugfix domain; its meaning alone is not enough
+    s.user("bug in the notes app")  # one weak phrase + the bugfix domain; its meaning alone is not enough
     first = s.run_pass(crash())
     assert told(first) == "" and s.state["plan_id"] == "bugfix_workflow"
     second = s.run_pass(crash())

@@ -56,6 +56,7 @@ NEAR_MARGIN = 0.0
 THRESHOLD = 0.25  # a plan's log-odds against "no plan", bonuses included, to start it
 BONUS = 1.75  # per piece of evidence: the domain is one of the plan's; one of its phrases is in the message
 LIKENESS = 0.35  # the message's cosine with the plan's nearest text, at least: a plan nothing like it never starts
+TAUGHT = 5  # examples a plan needs before the model may undo a match by its phrases (a plan without examples: never)
 VETO = -3.0  # a match by weak phrases alone is undone when the model scores the plan below this ("I need a backup
 # plan for the garden wedding": -4.0; the lowest right match by weak phrases of the tuning cases: -1.06)
 MODEL_PLANS = 64
@@ -239,6 +240,7 @@ class Verdict:
     not_example: str = ""
     not_cosine: float = -1.0
     model: bool = False
+    taught: frozenset = frozenset()  # plans with at least TAUGHT examples: the model knows what asks for them
 
     def winner(self, domains_of: Any, domain: str | None, named: Iterable[str] = (), usable: Any = None,
                constants: tuple[float, ...] | None = None) -> tuple[Scores | None, str]:
@@ -288,10 +290,11 @@ class Verdict:
 
     def mention(self, plan_id: str) -> bool:
         """The message says nearly what a not-example says (``MENTION_COSINE``), and is nearer it than any text
-        of the plan; or the model finds it far from the plan (log-odds under ``VETO``): a mention of the plan's
-        topic or its words in another sense, whatever phrases it shares with the plan."""
+        of the plan; or the model, taught by the plan's examples, finds it far from the plan (log-odds under
+        ``VETO``): a mention of the plan's topic or its words in another sense, whatever phrases it shares."""
         s = self.scores_of(plan_id)
-        return s is not None and (self.not_cosine >= max(MENTION_COSINE, s.cosine) or self.model and s.total < VETO)
+        return s is not None and (self.not_cosine >= max(MENTION_COSINE, s.cosine)
+                                   or self.model and plan_id in self.taught and s.total < VETO)
 
     def may_win(self) -> bool:
         """Whether some domain and org filter could let the best plan start (False: it starts nothing)."""
@@ -492,6 +495,7 @@ class Index:
             self.nots[i, :len(pv.not_examples)] = pv.not_sentences
             self.not_pad[i, :len(pv.not_examples)] = 0.0
         self.model = model_of(enc, self.plans) if 0 < n <= MODEL_PLANS else None
+        self.taught = frozenset(pid for pid, pv in zip(self.ids, self.plans) if len(pv.texts) > TAUGHT)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -580,14 +584,16 @@ class Index:
 
     def _with_nots(self, found: list[Scores], chosen: Any, rows: list[int], sent: Any, model: bool) -> Verdict:
         """The verdict, with the not-example of the plans scored nearest the message."""
+        taught = self.taught if model else frozenset()
         if not self.nots.shape[1]:
-            return Verdict(tuple(found), model=model)
+            return Verdict(tuple(found), model=model, taught=taught)
         nots = self._wide(self.nots, chosen) @ sent + self.not_pad[chosen]
         j = int(nots.argmax())
         p, t = divmod(j, nots.shape[1])
         if nots[p, t] < -1.5:  # the plans scored have no not-examples
-            return Verdict(tuple(found), model=model)
-        return Verdict(tuple(found), self.plans[rows[p]].not_examples[t], float(nots[p, t]), model=model)
+            return Verdict(tuple(found), model=model, taught=taught)
+        return Verdict(tuple(found), self.plans[rows[p]].not_examples[t], float(nots[p, t]), model=model,
+                       taught=taught)
 
     def _model_verdict(self, text: str, allowed_ids: Sequence[str] | None, full: bool = False) -> Verdict:
         enc, np = self.enc, self.enc.np
