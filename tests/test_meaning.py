@@ -2,6 +2,8 @@
 and without the belief-state tracker, and without the model."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scenario import crash
 
@@ -94,3 +96,17 @@ def test_the_scores_are_kept_by_content_and_the_index_by_plans():
     full = index.verdict(ASKED, ["git_merge_pr"], full=True)
     assert [s.plan_id for s in full.ranked] == ["git_merge_pr"]
     assert index.verdict(ASKED, ["git_merge_pr"]) is full  # a full verdict answers the next question too
+
+
+@given(st.text(alphabet=st.characters(categories=("Cs", "Ll", "Lu", "Zs", "Nd", "Po", "Cc", "Lo")), max_size=300))
+@settings(max_examples=150, deadline=None)
+def test_any_text_is_matched_without_raising(message):
+    """Lone surrogates, control characters, any script: the tokenizer refuses a lone surrogate, so it is read as
+    '?' rather than raising out of the pass."""
+    best_match(PLANS, message, "", None)
+    best_match(PLANS, message, None, None)
+
+
+def test_a_lone_surrogate_is_read_and_the_request_still_starts_its_plan():
+    m = best_match(PLANS, "the nightly export dies \ud800 with a ZeroDivisionError, make it work again", "", None)
+    assert m is not None and m.plan.id == "bugfix_workflow"

@@ -149,8 +149,11 @@ class Encoder:
         self.weight = np.where(content, 1.0, STOP_WEIGHT).astype(np.float32) * self.norms  # in a sentence
 
     def ids(self, text: str) -> list[int]:
+        """The token ids of a text's first MAX_CHARS characters (a lone surrogate, which the tokenizer refuses,
+        read as "?")."""
         size = len(self.unit)
-        return [i for i in self.tokenizer.encode(text[:MAX_CHARS].lower(), add_special_tokens=False).ids if i < size]
+        text = text[:MAX_CHARS].lower().encode("utf-8", "replace").decode("utf-8")
+        return [i for i in self.tokenizer.encode(text, add_special_tokens=False).ids if i < size]
 
     def many_ids(self, texts: Sequence[str]) -> list[list[int]]:
         return [self.ids(t) for t in texts]  # one by one: the batch call's threads cost more than they save
