@@ -52,7 +52,7 @@ JOURNAL_SUFFIX = ".state.journal"  # what changed since the snapshot, one record
 CHAIN_KEY = "checkpoint_chain"  # in a snapshot: the name its journal's records give it
 MAX_CHECKPOINT = 8 << 20
 MIN_JOURNAL = 64 * 1024  # a journal is folded into a new snapshot past twice the snapshot's size, or this
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NOFOLLOW, _CLOEXEC = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_CLOEXEC", 0)
 _ENCODE = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False, separators=(", ", ": ")).encode
 
 
@@ -343,7 +343,7 @@ def _dumps(value: Any) -> bytes:
 
 def write_checkpoint(log_path: str, state: dict[str, Any], chain: str = "") -> str:
     """A snapshot of the state as of the audit lines just written, written over the previous one in place (one
-    open, write and truncate: a twentieth of the cost of a new file renamed over it), then the journal emptied.
+    open, write and truncate: a twentieth of the cost of a new file renamed over it), its journal deleted.
     ``chain`` names the snapshot in the records appended after it (AuditLog.checkpoint): a record is replayed
     only over the snapshot it was written after.  A snapshot cut short by a stop mid-write does not parse, and
     a restart then resumes from the chat's state as it would without one.  Returns why it was not written,
@@ -357,18 +357,25 @@ def write_checkpoint(log_path: str, state: dict[str, Any], chain: str = "") -> s
 
 def _write_snapshot(log_path: str, data: bytes, chain: str,
                     keep: bool = False) -> tuple[str, tuple[int, tuple[int, int]] | None]:
-    """The snapshot written, then its journal emptied; (why not, or "") and, with ``keep``, the journal's
-    append-only descriptor (created when missing) with its (device, inode)."""
+    """The snapshot written, then its journal emptied and (``keep``) its append-only descriptor returned with its
+    (device, inode), or (the run ended) deleted; (why not, or "", the descriptor or None)."""
     if chain:  # the snapshot's name, first among the state's fields (taken out again on reading)
         data = b'{"' + CHAIN_KEY.encode() + b'":"' + chain.encode() + (b'",' if len(data) > 2 else b'"') + data[1:]
     problem = _write_file(checkpoint_path(log_path), data, os.O_WRONLY | os.O_CREAT)
     if problem:
         return problem, None
-    flags = os.O_WRONLY | os.O_TRUNC | os.O_NONBLOCK | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    try:  # the records written after the previous snapshot: never replayed over this one (another chain)
-        fd = os.open(journal_path(log_path), flags | (os.O_APPEND | os.O_CREAT if keep else 0), 0o644)
-    except FileNotFoundError:
+    path = journal_path(log_path)
+    if not keep:  # the run ended: no records follow its last snapshot
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            return f"its journal: {exc.strerror or exc}", None
         return "", None
+    flags = os.O_WRONLY | os.O_TRUNC | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC
+    try:  # the records written after the previous snapshot: never replayed over this one (another chain)
+        fd = os.open(path, flags, 0o644)
     except OSError as exc:
         return f"its journal: {exc.strerror or exc}", None
     try:
@@ -376,10 +383,10 @@ def _write_snapshot(log_path: str, data: bytes, chain: str,
     except OSError as exc:
         os.close(fd)
         return f"its journal: {exc.strerror or exc}", None
-    if keep and stat.S_ISREG(st.st_mode):
+    if stat.S_ISREG(st.st_mode):
         return "", (fd, (st.st_dev, st.st_ino))
     os.close(fd)
-    return ("" if stat.S_ISREG(st.st_mode) else "its journal: not a regular file"), None
+    return "its journal: not a regular file", None
 
 
 def _write_file(path: str, data: bytes, flags: int) -> str:
