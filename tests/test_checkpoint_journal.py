@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from scenario import BUG_MESSAGE, FixtureModel, crash, exit_ok, use_library
+from scenario import BUG_MESSAGE, crash, exit_ok, use_library
 from test_control import ISOLATE, at_test_step, say
 from test_plan_walks import WALKS, walk
 from test_restart_stops import at_first_failed_fix
