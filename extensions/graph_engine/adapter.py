@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from . import card, control, engine, render, settings
-from .audit import AuditLog, read_checkpoint, read_lines, runs_dir, write_checkpoint
+from .audit import AuditLog, read_checkpoint, read_lines, runs_dir
 from .catalogue import LibraryCache
 from .history import (CallOutput, from_framework, new_intervention, newest_call_output, reply_before_user_message,
                       user_words)
@@ -561,7 +561,7 @@ def _audit(rt: Runtime, agent: Any, state: dict) -> None:
         except OSError as exc:
             _spool_warning(rt, agent, exc)
         else:
-            problem = write_checkpoint(path, state)  # without one, a restart resumes from the chat as before
+            problem = rt.audit.checkpoint(path, state)  # without one, a restart resumes from the chat as before
             if problem:
                 _log_once(rt, agent, "warning", f"[HTN] Checkpoint of run {state.get('run_id')} not written beside "
                                                 f"{path} ({problem}); a restart during the next model call resumes "

@@ -31,6 +31,7 @@ from collections import OrderedDict
 from datetime import datetime, timezone
 from typing import Any, Iterator
 
+from . import journal
 from .reading import read_regular
 from .state import clean_event
 
@@ -47,7 +48,11 @@ MAX_OPEN = 16  # run files kept open between calls (one per active run)
 MAX_LOG_BYTES = 64 * 1024 * 1024  # a run log read back (explain, tests)
 PICTURE_SUFFIXES = (".svg", ".mmd")  # the picture of a run, written beside its log when it ends
 CHECKPOINT_SUFFIX = ".state.json"  # the run's state as of its newest audit line, beside its log
+JOURNAL_SUFFIX = ".state.journal"  # what changed since the snapshot, one record per pass (journal.py)
+CHAIN_KEY = "checkpoint_chain"  # in a snapshot: the name its journal's records give it
 MAX_CHECKPOINT = 8 << 20
+MIN_JOURNAL = 64 * 1024  # a journal is folded into a new snapshot past twice the snapshot's size, or this
+_NOFOLLOW, _CLOEXEC = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_CLOEXEC", 0)
 _ENCODE = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False, separators=(", ", ": ")).encode
 
 
@@ -101,6 +106,7 @@ class AuditLog:
         self._paths: dict[tuple[str, str], str] = {}
         self._heads: dict[tuple, bytes] = {}  # (path, agent, plan, version) -> the fixed part of a line
         self._files_in: dict[str, int] = {}  # chat folder -> run files counted since the last prune
+        self._journals: OrderedDict[str, _Journal] = OrderedDict()  # run file -> its checkpoint's journal
 
     def path(self, chat_id: str, run_id: str) -> str:
         key = (chat_id, run_id)
@@ -152,6 +158,34 @@ class AuditLog:
             raise
         if done:
             self.close(path)  # the run ended: its file is complete
+
+    def checkpoint(self, path: str, state: dict[str, Any]) -> str:
+        """The run's checkpoint brought to ``state`` (as of the audit lines just written to ``path``): one record
+        appended to its journal, or a new snapshot (the first of this process for the run, a pass a record cannot
+        say, a journal grown past its bound).  A pass costs what it changed; a snapshot's cost is spread over
+        the passes its journal's bound allows.  Agent-Zero saves the chat only at the end of a pass; this
+        survives a stop in the middle of one.  Returns why it was not written, or ""."""
+        kept = self._journals.pop(path, None)
+        if kept is not None:
+            if kept.append(journal_path(path), state):
+                self._keep_journal(path, kept)
+                return ""
+            kept.close()
+        try:
+            data = _dumps(state)
+        except (TypeError, ValueError) as exc:
+            return str(exc)
+        mark = journal.mark(state) if state.get("status", "active") == "active" else None
+        chain = os.urandom(6).hex()
+        problem, opened = _write_snapshot(path, data, chain, keep=mark is not None)
+        if opened is not None and mark is not None:
+            self._keep_journal(path, _Journal(*opened, chain, max(MIN_JOURNAL, 2 * len(data)), mark))
+        return problem
+
+    def _keep_journal(self, path: str, kept: _Journal) -> None:
+        self._journals[path] = kept
+        while len(self._journals) > MAX_OPEN:
+            self._journals.popitem(last=False)[1].close()
 
     def _head(self, path: str, chat_id: str, agent_number: int, state: dict[str, Any]) -> bytes:
         """The fields every line of a run repeats, encoded once: chat, agent, run, plan, version."""
@@ -236,6 +270,49 @@ class AuditLog:
                 pass
 
 
+class _Journal:
+    """A run's checkpoint journal as this process writes it: its append-only descriptor and the (device, inode)
+    it was opened on, the name of the snapshot its records follow, the records' bytes and their bound, and
+    the mark of the state they replay to."""
+
+    __slots__ = ("fd", "ident", "chain", "size", "limit", "mark")
+
+    def __init__(self, fd: int, ident: tuple[int, int], chain: str, limit: int, mark: journal.Mark) -> None:
+        self.fd, self.ident, self.chain, self.size, self.limit, self.mark = fd, ident, chain, 0, limit, mark
+
+    def append(self, path: str, state: dict[str, Any]) -> bool:
+        """One record bringing the journal to ``state``; False when a snapshot must be written instead (a pass
+        a record cannot say, the bound reached, the file gone or replaced, a failed write)."""
+        rec = journal.record(self.mark, state)
+        if rec is None:
+            return False
+        rec["chain"] = self.chain
+        try:
+            line = _dumps(rec) + b"\n"
+        except (TypeError, ValueError):
+            return False
+        if self.size + len(line) > self.limit or _identity(path) != self.ident:
+            return False
+        try:
+            written = os.write(self.fd, line)
+            while written < len(line):
+                written += os.write(self.fd, line[written:])
+        except OSError:
+            return False  # a torn record ends the replay; the snapshot written next empties the journal
+        mark = journal.mark(state)
+        if mark is None:
+            return False
+        self.size += len(line)
+        self.mark = mark
+        return True
+
+    def close(self) -> None:
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+
+
 def _identity(path: str) -> tuple[int, int] | None:
     try:
         st = os.stat(path)
@@ -255,23 +332,78 @@ def checkpoint_path(log_path: str) -> str:
     return log_path[: -len(".jsonl")] + CHECKPOINT_SUFFIX
 
 
-def write_checkpoint(log_path: str, state: dict[str, Any]) -> str:
-    """The state as of the audit lines just written, written over the previous one in place (one open, write
-    and truncate: a twentieth of the cost of a new file renamed over it, which a judged pass would feel).
-    Agent-Zero saves the chat only at the end of a pass; this survives a stop in the middle of one.  A
-    checkpoint cut short by a stop mid-write does not parse, and a restart then resumes from the chat's state
-    as it would without one.  Returns why it was not written, or ""."""
-    path = checkpoint_path(log_path)
+def journal_path(log_path: str) -> str:
+    return log_path[: -len(".jsonl")] + JOURNAL_SUFFIX
+
+
+def _dumps(value: Any) -> bytes:
+    """Raises TypeError or ValueError for a value JSON cannot hold."""
+    return _orjson.dumps(value) if _orjson is not None else json.dumps(value).encode()
+
+
+def write_checkpoint(log_path: str, state: dict[str, Any], chain: str = "") -> str:
+    """A snapshot of the state as of the audit lines just written, written over the previous one in place (one
+    open, write and truncate: a twentieth of the cost of a new file renamed over it), its journal deleted.
+    ``chain`` names the snapshot in the records appended after it (AuditLog.checkpoint): a record is replayed
+    only over the snapshot it was written after.  A snapshot cut short by a stop mid-write does not parse, and
+    a restart then resumes from the chat's state as it would without one.  Returns why it was not written,
+    or ""."""
     try:
-        data = _orjson.dumps(state) if _orjson is not None else json.dumps(state).encode()
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0), 0o644)
-    except (OSError, TypeError, ValueError) as exc:
-        return getattr(exc, "strerror", None) or str(exc)
+        data = _dumps(state)
+    except (TypeError, ValueError) as exc:
+        return str(exc)
+    return _write_snapshot(log_path, data, chain)[0]
+
+
+def _write_snapshot(log_path: str, data: bytes, chain: str,
+                    keep: bool = False) -> tuple[str, tuple[int, tuple[int, int]] | None]:
+    """The snapshot written, then its journal emptied and (``keep``) its append-only descriptor returned with its
+    (device, inode), or (the run ended) deleted; (why not, or "", the descriptor or None)."""
+    if chain:  # the snapshot's name, first among the state's fields (taken out again on reading)
+        data = b'{"' + CHAIN_KEY.encode() + b'":"' + chain.encode() + (b'",' if len(data) > 2 else b'"') + data[1:]
+    problem = _write_file(checkpoint_path(log_path), data, os.O_WRONLY | os.O_CREAT)
+    if problem:
+        return problem, None
+    path = journal_path(log_path)
+    if not keep:  # the run ended: no records follow its last snapshot
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            return f"its journal: {exc.strerror or exc}", None
+        return "", None
+    flags = os.O_WRONLY | os.O_TRUNC | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC
+    try:  # the records written after the previous snapshot: never replayed over this one (another chain)
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        return f"its journal: {exc.strerror or exc}", None
+    try:
+        st = os.fstat(fd)
+    except OSError as exc:
+        os.close(fd)
+        return f"its journal: {exc.strerror or exc}", None
+    if stat.S_ISREG(st.st_mode):
+        return "", (fd, (st.st_dev, st.st_ino))
+    os.close(fd)
+    return "its journal: not a regular file", None
+
+
+def _write_file(path: str, data: bytes, flags: int) -> str:
+    """``data`` written to a regular file opened with ``flags`` (the end cut off after it, unless appended);
+    returns why not, or ""."""
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK | _NOFOLLOW, 0o644)
+    except OSError as exc:
+        return exc.strerror or str(exc)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):  # never write into a FIFO or a device put in its place
             return "not a regular file"
-        os.write(fd, data)
-        os.ftruncate(fd, len(data))
+        written = os.write(fd, data)
+        while written < len(data):
+            written += os.write(fd, data[written:])
+        if not flags & os.O_APPEND:
+            os.ftruncate(fd, len(data))
         return ""
     except OSError as exc:
         return exc.strerror or str(exc)
@@ -280,18 +412,36 @@ def write_checkpoint(log_path: str, state: dict[str, Any]) -> str:
 
 
 def read_checkpoint(log_path: str) -> Any:
-    """The run's checkpoint as written (to be checked like any restored state), or None."""
-    path = checkpoint_path(log_path)
-    try:
-        return json.loads(read_regular(path, MAX_CHECKPOINT, "checkpoint"))  # only a regular file, bounded
+    """The run's checkpoint as written (to be checked like any restored state), or None: its snapshot with the
+    journal's records replayed over it, as far as they follow one another (a torn last record ends them)."""
+    try:  # only a regular file, bounded
+        state = json.loads(read_regular(checkpoint_path(log_path), MAX_CHECKPOINT, "checkpoint"))
     except (OSError, ValueError, RecursionError):
         return None
+    if not isinstance(state, dict):
+        return state
+    chain = state.pop(CHAIN_KEY, None)
+    if not chain:
+        return state
+    try:
+        blob = read_regular(journal_path(log_path), MAX_CHECKPOINT, "checkpoint journal")
+    except (OSError, ValueError):
+        return state
+    for line in blob.split(b"\n"):
+        try:
+            rec = json.loads(line)
+        except (ValueError, RecursionError):
+            break  # the end, or a record torn by a stop mid-write
+        if not isinstance(rec, dict) or rec.get("chain") != chain or not journal.apply(state, rec):
+            break
+    return state
 
 
 def _unlink_run(path: str) -> None:
     """A run's audit log and what was written beside it: its checkpoint, the picture when the run ended."""
     _unlink(path)
     _unlink(checkpoint_path(path))
+    _unlink(journal_path(path))
     for suffix in PICTURE_SUFFIXES:
         _unlink(path[: -len(".jsonl")] + suffix)
 
