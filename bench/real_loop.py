@@ -6,8 +6,10 @@ installer and runs Agent-Zero's own message loop in a separate process, the mode
 that what the real loop adds shows by function.  Scenarios, each in a fresh Agent-Zero process:
 
 - a 6-call chat: the bug fix of tests/test_real_loop.py (reproduce, isolate, fix, test, regressions, answer);
-  its first pass is the first message after Agent-Zero started (the engine imported, the library loaded,
-  checked and matched; the bytecode cached by a first, untimed run, as after a real install's first start);
+  its first pass is the first message after Agent-Zero started (the bytecode cached by a first, untimed run,
+  as after a real install's first start).  The chat's agent is created when the chat opens, and the pack's
+  warm-up (agent_init) then imports the engine and loads the library in a thread: the message comes either at
+  once (its pass waits for the warm-up) or TYPED_AFTER seconds later, as a person types it;
 - a 200-call chat: 194 calls of other work in an earlier message, then the same bug fix.
 
 A pass is both hooks of one loop iteration.  Prints the table, writes bench/real_loop_results.json and the
@@ -44,6 +46,7 @@ TARGETS = {"middle_ms": 0.3, "start_ms": 30.0, "end_ms": 5.0, "flatness": 1.25}
 BUG_REPORT = "fix the bug in {p}/calc.py: divide(1, 0) crashes with ZeroDivisionError"
 OTHER_WORK = "print the numbers from 1 to {n} with the terminal, one number per call"
 PROFILED = ROOT / "bench" / "real_loop_profiled.py"
+TYPED_AFTER = 3.0  # seconds from the chat's opening to its first message, when a person types it
 
 
 def bug_fix_replies(p: Path) -> list[str]:
@@ -67,11 +70,11 @@ def project(root: Path) -> Path:
     return folder
 
 
-def run_a0(tree, turns: list[str], replies: list[str], work: Path, profile: bool = False) -> tuple[dict, Any]:
+def run_a0(tree, turns: list, replies: list[str], work: Path, profile: bool = False) -> tuple[dict, Any]:
     """One Agent-Zero process (the harness's driver): its result, and the hooks' profile when asked (the
     profiler slows every call: a profiled run's timings are not used)."""
     work.mkdir()
-    spec = {"turns": [{"user": t} for t in turns], "replies": replies}
+    spec = {"turns": [t if isinstance(t, dict) else {"user": t} for t in turns], "replies": replies}
     (work / "script.json").write_text(json.dumps(spec))
     env = {**os.environ, "PYTHONPATH": str(tree.package_home()), "A0_ROOT": str(tree.root)}
     env.pop("GRAPH_ENGINE_RUNS_DIR", None)
@@ -103,7 +106,7 @@ def measure(source: Path, runs: int, long_calls: int) -> tuple[dict, pstats.Stat
     import a0env
     from a0real import A0Copy, respond, terminal
 
-    starts, middles, ends, long_middles = [], [], [], []
+    starts, typed, middles, ends, long_middles = [], [], [], [], []
     stats: pstats.Stats | None = None
     with tempfile.TemporaryDirectory() as tmp:
         tree = A0Copy.fresh(source, Path(tmp))
@@ -124,6 +127,14 @@ def measure(source: Path, runs: int, long_calls: int) -> tuple[dict, pstats.Stat
             starts.append(fix[0])
             middles += fix[1:-1]
             ends.append(fix[-1])
+        for i in range(runs):
+            (p / "calc.py").write_text(calc)
+            result, _ = run_a0(tree, [{"wait": TYPED_AFTER}, BUG_REPORT.format(p=p)], bug_fix_replies(p),
+                               Path(tmp) / f"typed{i}")
+            fix = passes(result["timings"])[-1]
+            typed.append(fix[0])
+            middles += fix[1:-1]
+            ends.append(fix[-1])
         (p / "calc.py").write_text(calc)
         other = [terminal(f"echo {n}", f"Number {n}") for n in range(1, long_calls + 1)]
         result, _ = run_a0(tree, [OTHER_WORK.format(n=long_calls), BUG_REPORT.format(p=p)],
@@ -131,10 +142,10 @@ def measure(source: Path, runs: int, long_calls: int) -> tuple[dict, pstats.Stat
         long_middles += passes(result["timings"])[-1][1:-1]
         calls = len(result["calls"])
     assert stats is not None
-    return {"start_ms": statistics.median(starts), "middle_ms": statistics.median(middles),
+    return {"start_ms": statistics.median(starts), "typed_start_ms": statistics.median(typed), "middle_ms": statistics.median(middles),
             "end_ms": statistics.median(ends), "middle_200_ms": statistics.median(long_middles),
             "long_chat_calls": calls, "runs": runs, "a0_python": python, "middle_passes": len(middles),
-            "starts": [round(v, 2) for v in starts], "ends": [round(v, 2) for v in ends]}, stats
+            "starts": [round(v, 2) for v in starts], "typed_starts": [round(v, 2) for v in typed], "ends": [round(v, 2) for v in ends]}, stats
 
 
 def profile_lines(stats: pstats.Stats, order: str, top: int = 16) -> list[str]:
@@ -162,8 +173,10 @@ def rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
     return [
         ("middle pass of the bug fix (both hooks), median", f"{r['middle_ms']:.2f} ms",
          f"<= {TARGETS['middle_ms']} ms", r["middle_ms"] <= TARGETS["middle_ms"]),
-        ("the pass that starts the run (first message after Agent-Zero started)", f"{r['start_ms']:.1f} ms",
-         f"<= {TARGETS['start_ms']:g} ms", r["start_ms"] <= TARGETS["start_ms"]),
+        (f"the pass that starts the run: the first message, typed {TYPED_AFTER:g} s after the chat opened",
+         f"{r['typed_start_ms']:.1f} ms", f"<= {TARGETS['start_ms']:g} ms", r["typed_start_ms"] <= TARGETS["start_ms"]),
+        ("the pass that starts the run: the first message, sent as the chat opened (waits for the warm-up)",
+         f"{r['start_ms']:.1f} ms", f"<= {TARGETS['start_ms']:g} ms", r["start_ms"] <= TARGETS["start_ms"]),
         ("the pass that ends the run (its picture drawn off the loop)", f"{r['end_ms']:.2f} ms",
          f"<= {TARGETS['end_ms']:g} ms", r["end_ms"] <= TARGETS["end_ms"]),
         (f"middle pass in a {r['long_chat_calls']}-call chat / in a 6-call chat",
@@ -178,8 +191,8 @@ def readme_table(r: dict) -> str:
     m = r["machine"]
     return tables.markdown(README_START, README_END,
                            f"Figures of `make real-loop-bench` on {m['date']}: Agent-Zero {r['tree']} on Python "
-                           f"{r['a0_python']}, {m['cpus']} CPUs; {r['runs']} bug-fix runs ({r['middle_passes']} middle "
-                           f"passes) and one {r['long_chat_calls']}-call chat.", rows(r))
+                           f"{r['a0_python']}, {m['cpus']} CPUs; {2 * r['runs']} bug-fix runs ({r['middle_passes']} "
+                           f"middle passes) and one {r['long_chat_calls']}-call chat.", rows(r))
 
 
 def write_readme(r: dict) -> None:
@@ -204,9 +217,9 @@ def main() -> int:
     r["tree"] = tree.name
     r["machine"] = {"python": platform.python_version(), "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d")}
     table = rows(r)
-    print(f"{'measure':<76} {'figure':>18}  {'budget':<22} met")
+    print(f"{'measure':<100} {'figure':>18}  {'budget':<22} met")
     for name, fig, target, ok in table:
-        print(f"{name[:76]:<76} {fig:>18}  {target:<22} {'-' if ok is None else 'PASS' if ok else 'FAIL'}")
+        print(f"{name[:100]:<100} {fig:>18}  {target:<22} {'-' if ok is None else 'PASS' if ok else 'FAIL'}")
     for order, what in (("cumtime", "cumulative"), ("tottime", "own")):
         print(f"\nProfile of the two hooks in the real loop, the passes after a monologue's first (cProfile, one "
               f"bug-fix run, top by {what} time; the profiler slows every call, so read the shares):")
