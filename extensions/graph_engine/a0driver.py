@@ -41,7 +41,7 @@ class Script:
     def __init__(self, replies: list[str], utility_reply: str = "[]"):
         self.replies = list(replies)
         self.utility_reply = utility_reply
-        self.calls: list[dict] = []   # chat calls: {"messages": [{"role", "content"}], "reply"}
+        self.calls: list[dict] = []   # chat calls: {"messages": [{"role", "content"}], "reply", "at"}
         self.utility_calls = 0
         self.overrun = 0              # chat calls after the script ran out (answered with a final response)
         self.hung = threading.Event()
@@ -53,7 +53,7 @@ class Script:
             self.overrun += 1
             reply = json.dumps({"thoughts": ["the script is over"], "headline": "Done",
                                 "tool_name": "response", "tool_args": {"text": "Done."}})
-        self.calls.append({"messages": _plain(messages), "reply": reply})
+        self.calls.append({"messages": _plain(messages), "reply": reply, "at": time.perf_counter()})
         return reply
 
 
@@ -98,6 +98,7 @@ class Session:
         self.root = Path(a0_root).resolve()
         self.script = script
         self.timings: list[dict] = []   # {"hook", "seconds", "iteration"}
+        self.sent: list[float] = []  # time.perf_counter() when each user message was sent
         self.memory_subdir = "graph_engine_run_" + uuid.uuid4().hex[:8]
         self.context = None
         os.chdir(self.root)
@@ -230,6 +231,7 @@ class Session:
             raise RuntimeError(f"chat {chat_id} was not loaded from {self.root / 'usr' / 'chats'}")
 
     def send(self, text: str, timeout: float = 600) -> object:
+        self.sent.append(time.perf_counter())
         task = self.context.communicate(self.a0.UserMessage(message=text, attachments=[]))
         return self._wait(task, timeout)
 
@@ -280,7 +282,7 @@ class Session:
 def _result(session: Session, chat_id: str, outcome: list, waited: list) -> dict:
     return {"chat_id": chat_id, "calls": session.script.calls, "utility_calls": session.script.utility_calls,
             "overrun": session.script.overrun, "timings": session.timings, "outcomes": outcome,
-            "hung": session.script.hung.is_set(), "waited": waited}
+            "hung": session.script.hung.is_set(), "waited": waited, "sent": session.sent}
 
 
 def _engine_loaded() -> dict:

@@ -125,7 +125,7 @@ def run_hook(agent: Any, loop_data: Any, hook: str, ext_file: str, runtime: Runt
     runtime is caught like one in the engine."""
     rt, token = runtime, None
     try:
-        cfg = settings.current(agent)
+        cfg = settings.current(agent, _display.submit)
         token = settings.ACTIVE.set(cfg)
         rt = runtime or runtime_for(ext_file, cfg)
         for line in cfg.problems:
