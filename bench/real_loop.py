@@ -74,23 +74,26 @@ def project(root: Path) -> Path:
     return folder
 
 
-def run_a0(tree, turns: list, replies: list[str], work: Path, profile: bool = False) -> tuple[dict, Any]:
-    """One Agent-Zero process (the harness's driver): its result, and the hooks' profile when asked (the
-    profiler slows every call: a profiled run's timings are not used)."""
+def run_a0(tree, turns: list, replies: list[str], work: Path, profile: bool = False,
+           parts: bool = False) -> tuple[dict, Any]:
+    """One Agent-Zero process (the harness's driver): its result, and the hooks' profile or their parts' times
+    when asked (the profiler slows every call: a profiled run's timings are not used)."""
     work.mkdir()
     spec = {"turns": [t if isinstance(t, dict) else {"user": t} for t in turns], "replies": replies}
     (work / "script.json").write_text(json.dumps(spec))
     env = {**os.environ, "PYTHONPATH": str(tree.package_home()), "A0_ROOT": str(tree.root)}
     env.pop("GRAPH_ENGINE_RUNS_DIR", None)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # a temporary copy: its bytecode is cached, as in a real install
-    prof = work / "hooks.prof"
-    done = subprocess.run([str(tree.python), str(PROFILED), str(prof) if profile else "-", "--a0-root", str(tree.root),
+    prof, timed = work / "hooks.prof", work / "parts.json"
+    how = str(prof) if profile else f"parts:{timed}" if parts else "-"
+    done = subprocess.run([str(tree.python), str(PROFILED), how, "--a0-root", str(tree.root),
                            "--script", str(work / "script.json"), "--out", str(work / "out.json")],
                           capture_output=True, text=True, env=env, cwd=tree.root, timeout=1800)
     if not (work / "out.json").is_file():
         raise RuntimeError(f"the Agent-Zero process ended without a result (exit {done.returncode}):\n"
                            f"{done.stderr[-4000:]}")
-    return json.loads((work / "out.json").read_text()), pstats.Stats(str(prof)) if profile else None
+    extra = pstats.Stats(str(prof)) if profile else json.loads(timed.read_text()) if parts else None
+    return json.loads((work / "out.json").read_text()), extra
 
 
 def first_call_ms(result: dict) -> float:
@@ -112,6 +115,42 @@ def warm_up_removed(tree):
         path.write_bytes(kept)
 
 
+PART_PARENT = {"judge": "engine step", "check": "judge", "render": "engine step", "audit": "apply",
+               "audit write": "audit", "checkpoint": "audit", "card": "apply", "card text": "card",
+               "log item update": "card", "log line": "apply"}  # the part that calls it
+
+
+def part_path(part: str) -> list[str]:
+    return [*part_path(PART_PARENT[part]), part] if part in PART_PARENT else [part]
+
+
+def middle_parts(runs: list[list[dict]]) -> dict[str, float]:
+    """Per part, the median microseconds a middle pass (both hooks) spends in it, over the runs' middle passes;
+    ``pass`` is the whole of both hook calls."""
+    per_pass: list[dict[str, float]] = []
+    for records in runs:
+        by_pass: dict[int, dict[str, float]] = {}
+        for rec in records:
+            into = by_pass.setdefault(rec.get("iteration") or 0, {})
+            for key, ns in rec.items():
+                if key not in ("hook", "iteration"):
+                    label = "pass" if key == "total" else key
+                    into[label] = into.get(label, 0.0) + ns / 1000
+        iterations = sorted(by_pass)
+        per_pass += [by_pass[i] for i in iterations[1:-1]]
+    labels = dict.fromkeys(k for one in per_pass for k in one)
+    return {k: round(statistics.median(one.get(k, 0.0) for one in per_pass), 1) for k in labels}
+
+
+PART_ORDER = ("pass", "settings", "library look", "observe", "engine step", "judge", "check", "render", "apply",
+              "audit", "audit write", "checkpoint", "card", "card text", "log item update", "log line")
+
+
+def parts_lines(parts: dict[str, float]) -> list[str]:
+    order = [k for k in PART_ORDER if k in parts] + [k for k in parts if k not in PART_ORDER]
+    return [f"{'  ' * len(part_path(k)) + k:<34} {parts[k]:8.1f} us" for k in order]
+
+
 def passes(timings: list[dict]) -> list[list[float]]:
     """Per monologue, the milliseconds of each pass (both hooks of one iteration)."""
     monologues: list[dict[int, float]] = []
@@ -130,7 +169,7 @@ def measure(source: Path, runs: int, long_calls: int) -> tuple[dict, pstats.Stat
     from a0real import A0Copy, respond, terminal
 
     starts, typed, middles, ends, long_middles = [], [], [], [], []
-    to_call, cold_starts, cold_to_call = [], [], []  # at once: message to first model call; without the warm-up
+    to_call, cold_starts, cold_to_call, typed_to_call, parts = [], [], [], [], []  # at once: message to first model call; without the warm-up
     stats: pstats.Stats | None = None
     with tempfile.TemporaryDirectory() as tmp:
         tree = A0Copy.fresh(source, Path(tmp))
@@ -164,8 +203,14 @@ def measure(source: Path, runs: int, long_calls: int) -> tuple[dict, pstats.Stat
                                Path(tmp) / f"typed{i}")
             fix = passes(result["timings"])[-1]
             typed.append(fix[0])
+            typed_to_call.append(first_call_ms(result))
             middles += fix[1:-1]
             ends.append(fix[-1])
+        for i in range(3):  # the parts of each hook call timed (perf_counter_ns, no profiler)
+            (p / "calc.py").write_text(calc)
+            _, timed = run_a0(tree, [BUG_REPORT.format(p=p)], bug_fix_replies(p), Path(tmp) / f"parts{i}",
+                              parts=True)
+            parts.append(timed)
         (p / "calc.py").write_text(calc)
         other = [terminal(f"echo {n}", f"Number {n}") for n in range(1, long_calls + 1)]
         result, _ = run_a0(tree, [OTHER_WORK.format(n=long_calls), BUG_REPORT.format(p=p)],
@@ -175,7 +220,8 @@ def measure(source: Path, runs: int, long_calls: int) -> tuple[dict, pstats.Stat
     assert stats is not None
     return {"start_ms": statistics.median(starts), "typed_start_ms": statistics.median(typed),
             "cold_start_ms": statistics.median(cold_starts), "to_call_ms": statistics.median(to_call),
-            "cold_to_call_ms": statistics.median(cold_to_call), "middle_ms": statistics.median(middles),
+            "cold_to_call_ms": statistics.median(cold_to_call), "typed_to_call_ms": statistics.median(typed_to_call),
+            "parts_us": middle_parts(parts), "middle_ms": statistics.median(middles),
             "end_ms": statistics.median(ends), "middle_200_ms": statistics.median(long_middles),
             "long_chat_calls": calls, "runs": runs, "a0_python": python, "middle_passes": len(middles),
             "starts": [round(v, 2) for v in starts], "typed_starts": [round(v, 2) for v in typed], "ends": [round(v, 2) for v in ends]}, stats
@@ -217,9 +263,9 @@ def rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
          flat <= TARGETS["flatness"]),
         ("the same, the warm-up's file taken out of the tree (the pass loads the engine and the library)",
          f"{r['cold_start_ms']:.1f} ms" if "cold_start_ms" in r else "not measured", "reported", None),
-        ("the first message sent as the chat opened: to the first model call, with / without the warm-up",
-         f"{r['to_call_ms']:.0f} / {r['cold_to_call_ms']:.0f} ms" if "to_call_ms" in r else "not measured",
-         "reported", None),
+        ("the first message: to the first model call, sent at once with / without the warm-up; typed after",
+         f"{r['to_call_ms']:.0f} / {r['cold_to_call_ms']:.0f}; {r['typed_to_call_ms']:.0f} ms"
+         if "typed_to_call_ms" in r else "not measured", "reported", None),
         ("`make bench`: judged pass back to back / after 20 ms of other work (the stand-in's middle pass)",
          r.get("bench", "not measured"), f"within {TARGETS['standin']}x of the middle pass{_standin_ratio(r)}",
          None if "bench_cold_ms" not in r else
@@ -233,10 +279,20 @@ def _standin_ratio(r: dict) -> str:
 
 def readme_table(r: dict) -> str:
     m = r["machine"]
-    return tables.markdown(README_START, README_END,
+    table = tables.markdown(README_START, README_END,
                            f"Figures of `make real-loop-bench` on {m['date']}: Agent-Zero {r['tree']} on Python "
                            f"{r['a0_python']}, {m['cpus']} CPUs; {2 * r['runs']} bug-fix runs ({r['middle_passes']} "
                            f"middle passes) and one {r['long_chat_calls']}-call chat.", rows(r))
+    if "parts_us" not in r:
+        return table
+    parts = r["parts_us"]
+    lines = ["", "Where a middle pass's time goes (median µs over the middle passes of three more bug-fix runs, both "
+                 "hooks, `perf_counter_ns` around each part; a part includes the parts listed under it):", "",
+             "| part | µs |", "|---|---|"]
+    lines += [f"| {' > '.join(part_path(k))} | {parts[k]:.0f} |"
+              for k in [k for k in PART_ORDER if k in parts]]
+    head, end = table.rsplit("\n\n", 1)
+    return "\n".join([head, *lines, "", end])
 
 
 def write_readme(r: dict) -> None:
@@ -265,6 +321,10 @@ def main() -> int:
     print(f"{'measure':<100} {'figure':>18}  {'budget':<22} met")
     for name, fig, target, ok in table:
         print(f"{name[:100]:<100} {fig:>18}  {target:<22} {'-' if ok is None else 'PASS' if ok else 'FAIL'}")
+    print("\nWhere a middle pass's time goes in the real loop (median microseconds over the middle passes of three "
+          "bug-fix runs, both hooks; perf_counter_ns around each part, no profiler; a part includes the "
+          "indented ones below it):")
+    print("\n".join(parts_lines(r["parts_us"])))
     for order, what in (("cumtime", "cumulative"), ("tottime", "own")):
         print(f"\nProfile of the two hooks in the real loop, the passes after a monologue's first (cProfile, one "
               f"bug-fix run, top by {what} time; the profiler slows every call, so read the shares):")
