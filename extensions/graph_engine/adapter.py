@@ -125,6 +125,9 @@ def run_hook(agent: Any, loop_data: Any, hook: str, ext_file: str, runtime: Runt
     runtime is caught like one in the engine."""
     rt, token = runtime, None
     try:
+        if _companion_handled(agent, loop_data, hook):
+            return  # this pass is judged and shown, and its settings, library and spool were seen by the
+            # companion's call; what this hook would render reaches only the next call, which the companion renders
         cfg = settings.current(agent, _display.submit)
         token = settings.ACTIVE.set(cfg)
         rt = runtime or runtime_for(ext_file, cfg)
@@ -190,9 +193,6 @@ def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
         _log_once(rt, agent, "warning", f"[HTN] {line}")
     if isinstance(getattr(agent, "data", None), dict) and agent.data.get(SPOOL_KEY):
         _flush_spool(rt, agent)  # lines a folder refused earlier: written by the first pass that can
-    if _companion_handled(agent, loop_data, hook):
-        return  # this pass is judged and shown; what this hook would render reaches only the next call,
-        # and the companion renders that call itself
     raw_state = getattr(agent, STATE_ATTR, None)
     restored = False
     if raw_state is None:
