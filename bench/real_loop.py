@@ -169,7 +169,8 @@ def measure(source: Path, runs: int, long_calls: int) -> tuple[dict, pstats.Stat
     from a0real import A0Copy, respond, terminal
 
     starts, typed, middles, ends, long_middles = [], [], [], [], []
-    to_call, cold_starts, cold_to_call, typed_to_call, parts = [], [], [], [], []  # at once: message to first model call; without the warm-up
+    # the first message's wait to its first model call (sent at once, typed later); the runs without the warm-up
+    to_call, cold_starts, cold_to_call, typed_to_call, parts = [], [], [], [], []
     stats: pstats.Stats | None = None
     with tempfile.TemporaryDirectory() as tmp:
         tree = A0Copy.fresh(source, Path(tmp))
@@ -224,7 +225,8 @@ def measure(source: Path, runs: int, long_calls: int) -> tuple[dict, pstats.Stat
             "parts_us": middle_parts(parts), "middle_ms": statistics.median(middles),
             "end_ms": statistics.median(ends), "middle_200_ms": statistics.median(long_middles),
             "long_chat_calls": calls, "runs": runs, "a0_python": python, "middle_passes": len(middles),
-            "starts": [round(v, 2) for v in starts], "typed_starts": [round(v, 2) for v in typed], "ends": [round(v, 2) for v in ends]}, stats
+            "starts": [round(v, 2) for v in starts], "typed_starts": [round(v, 2) for v in typed],
+            "ends": [round(v, 2) for v in ends]}, stats
 
 
 def profile_lines(stats: pstats.Stats, order: str, top: int = 16) -> list[str]:
