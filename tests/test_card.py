@@ -479,7 +479,8 @@ def test_the_picture_thread_draws_with_the_picture_setting_of_the_hook_call_that
         return real(plan, events)
 
     monkeypatch.setattr(adapter, "run_picture", spy)
-    monkeypatch.setattr(settings, "current", lambda agent: dataclasses.replace(settings.DEFAULTS, picture="mermaid"))
+    monkeypatch.setattr(settings, "current",
+                        lambda agent, later=None: dataclasses.replace(settings.DEFAULTS, picture="mermaid"))
     s, model = started(), FixtureModel("bugfix_workflow", {})
     while s.state is not None and s.state.get("status") == "active":
         s.run_pass(model)

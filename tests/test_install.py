@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from graph_engine.tools.standin import FIXTURES, ROOT, SELECTOR
+from graph_engine.tools.standin import FIXTURES, ROOT, SELECTOR, WARM_UP
 
 SCRIPT = ROOT / "install_graph_engine.sh"
 BASE = "class Extension:\n    def __init__(self, agent=None, **kwargs):\n        self.agent = agent\n"
@@ -90,6 +90,7 @@ def test_old_layout_with_the_linear_selector_install_again_and_uninstall(tmp_pat
     hook = root / "python" / "extensions" / "before_main_llm_call"
     assert (hook / "_15_htn_plan_selector.py").read_bytes() == SELECTOR.read_bytes()
     assert (root / "python" / "extensions" / "message_loop_prompts_after" / "_75_graph_workflow_context.py").is_file()
+    assert (root / "python" / "extensions" / "agent_init" / WARM_UP.name).read_bytes() == WARM_UP.read_bytes()
     installed = root / "python" / "extensions" / "graph_engine"
     runtime = ROOT / "extensions" / "graph_engine"
     # exactly the runtime package's own modules reach Agent-Zero; its tools/ subpackage stays out
@@ -97,7 +98,7 @@ def test_old_layout_with_the_linear_selector_install_again_and_uninstall(tmp_pat
     assert all((installed / p.name).read_bytes() == p.read_bytes() for p in runtime.glob("*.py"))
     assert json.loads((hook / "htn_plan_library.json").read_text())["_meta"]["version"].startswith("2.")
     # verified the way Agent-Zero loads extension files, library included
-    assert r.stdout.count("1 Extension subclass(es)") == 2 and "library: 10 plan(s) load" in r.stdout
+    assert r.stdout.count("1 Extension subclass(es)") == 3 and "library: 10 plan(s) load" in r.stdout
     # backups of the replaced files, byte-identical, and a manifest with hashes
     m = manifest(root)
     originals = {o["path"]: o for o in m["originals"]}
@@ -161,6 +162,7 @@ def test_plugin_install_moves_a_competing_selector_aside_and_puts_it_back(tmp_pa
     installed = json.loads((plugin / "extensions/python/before_main_llm_call/htn_plan_library.json").read_text())
     assert installed["plans"]["my_linear"] == MY_LINEAR  # carried into the plugin's library
     assert (plugin / "extensions/python/message_loop_prompts_after/_75_graph_workflow_context.py").is_file()
+    assert (plugin / "extensions/python/agent_init" / WARM_UP.name).is_file()
     assert not (root / "usr/extensions/python/before_main_llm_call/_15_htn_plan_selector.py").exists()
     assert "compete with the new selector" in r.stdout
     assert run(root, "--uninstall", "--yes").returncode == 0

@@ -392,6 +392,24 @@ def test_a_zip_of_what_the_shell_installer_wrote_installs_through_the_dialog(tmp
     assert manifest(second)["form"] == "dialog" and not (second / LEGACY).exists()
 
 
+def test_a_saved_change_is_read_off_the_loop_and_applies_from_the_next_pass(a0, monkeypatch):
+    """Agent-Zero's plugin config looks for the file in every scope (about 0.1 ms): the settings kept for an
+    agent are re-read by the engine's background thread, not in a pass, once they are older than a second."""
+    import threading
+
+    s = started(a0, "fix the bug in /tmp/test.py")  # an agent's first read is made in its first pass
+    readers = []
+    real = settings.plugin_config
+    monkeypatch.setattr(settings, "plugin_config",
+                        lambda agent: (readers.append(threading.current_thread().name), real(agent))[1])
+    monkeypatch.setattr(settings, "RECHECK_SECONDS", 0.0)
+    (a0 / "usr" / "plugins" / PLUGIN / "config.json").write_text(json.dumps({"picture": "off"}))
+    assert settings._RECENT[s.agent][1].picture == "auto"
+    s.run_pass(IDLE)  # uses the settings kept; the stand-in waits for the background thread after a pass
+    assert readers == ["graph-engine display"]
+    assert settings._RECENT[s.agent][1].picture == "off"  # what the next pass uses
+
+
 def test_settings_that_cannot_be_read_are_one_warning_and_the_defaults(a0, monkeypatch):
     s = Session()
     install_plugin_helpers(a0)

@@ -9,6 +9,7 @@ import pytest
 
 from a0real import A0Copy, respond, terminal
 from graph_engine.tools.standin import COMPANION
+from graph_engine.tools.standin import WARM_UP as WARM_UP_FILE
 
 BUG_REPORT = "fix the bug in {p}/calc.py: divide(1, 0) crashes with ZeroDivisionError"
 CALC = "def divide(a, b):\n    return a / b\n"
@@ -185,3 +186,16 @@ def test_installed_as_a_plugin_the_plan_reaches_the_first_call(a0_source, tmp_pa
     run = bug_run(tree, p, [run_tests(p, "Reproduce"), respond("Reproduced.")])
     assert "[WORKFLOW: Bug Fix Workflow] step 1 of 5" in run.last_user[0]
     assert verdicts(tree.audit(run.chat_id), "reproduce") == ["success"]
+
+
+def test_the_warm_up_loads_the_library_when_the_chat_opens(a0_tree):
+    """agent_init/_90_graph_engine_warm_up.py, installed by the installer: by the time a person has typed the
+    first message, the engine is imported and the library loaded; the message then starts its plan as usual."""
+    assert a0_tree.installed(WARM_UP_FILE.name).read_bytes() == WARM_UP_FILE.read_bytes()
+    p = project(a0_tree)
+    run = a0_tree.run([{"wait": 3}, BUG_REPORT.format(p=p)],
+                      [run_tests(p, "Reproduce"), respond("The division by zero is reproduced.")])
+    assert run.raw["waited"] == [{"engine_imported": True, "libraries_loaded": 1}]
+    assert "[WORKFLOW: Bug Fix Workflow] step 1 of 5" in run.last_user[0]
+    said = json.dumps(a0_tree.chat(run.chat_id))
+    assert "warm-up failed" not in said and "Workflow engine not loaded" not in said

@@ -14,7 +14,8 @@ as a restart would stop it). Nothing is sent to any model. Extension files are u
 this pack are timed per call.
 
     python -m graph_engine.a0driver --a0-root DIR --script SCRIPT.json --out RESULT.json
-SCRIPT.json: {"replies": [...], "turns": [{"user": "text"} | {"nudge": true} | {"load": CHAT_ID}],
+SCRIPT.json: {"replies": [...],
+              "turns": [{"user": "text"} | {"nudge": true} | {"load": CHAT_ID} | {"wait": SECONDS}],
               "context_window": TOKENS, "utility_reply": "text", "timeout": SECONDS per turn (all optional)}
 """
 
@@ -40,7 +41,7 @@ class Script:
     def __init__(self, replies: list[str], utility_reply: str = "[]"):
         self.replies = list(replies)
         self.utility_reply = utility_reply
-        self.calls: list[dict] = []   # chat calls: {"messages": [{"role", "content"}], "reply"}
+        self.calls: list[dict] = []   # chat calls: {"messages": [{"role", "content"}], "reply", "at"}
         self.utility_calls = 0
         self.overrun = 0              # chat calls after the script ran out (answered with a final response)
         self.hung = threading.Event()
@@ -52,7 +53,7 @@ class Script:
             self.overrun += 1
             reply = json.dumps({"thoughts": ["the script is over"], "headline": "Done",
                                 "tool_name": "response", "tool_args": {"text": "Done."}})
-        self.calls.append({"messages": _plain(messages), "reply": reply})
+        self.calls.append({"messages": _plain(messages), "reply": reply, "at": time.perf_counter()})
         return reply
 
 
@@ -97,6 +98,7 @@ class Session:
         self.root = Path(a0_root).resolve()
         self.script = script
         self.timings: list[dict] = []   # {"hook", "seconds", "iteration"}
+        self.sent: list[float] = []  # time.perf_counter() when each user message was sent
         self.memory_subdir = "graph_engine_run_" + uuid.uuid4().hex[:8]
         self.context = None
         os.chdir(self.root)
@@ -229,6 +231,7 @@ class Session:
             raise RuntimeError(f"chat {chat_id} was not loaded from {self.root / 'usr' / 'chats'}")
 
     def send(self, text: str, timeout: float = 600) -> object:
+        self.sent.append(time.perf_counter())
         task = self.context.communicate(self.a0.UserMessage(message=text, attachments=[]))
         return self._wait(task, timeout)
 
@@ -276,10 +279,18 @@ class Session:
                 path.unlink()
 
 
-def _result(session: Session, chat_id: str, outcome: list) -> dict:
+def _result(session: Session, chat_id: str, outcome: list, waited: list) -> dict:
     return {"chat_id": chat_id, "calls": session.script.calls, "utility_calls": session.script.utility_calls,
             "overrun": session.script.overrun, "timings": session.timings, "outcomes": outcome,
-            "hung": session.script.hung.is_set()}
+            "hung": session.script.hung.is_set(), "waited": waited, "sent": session.sent}
+
+
+def _engine_loaded() -> dict:
+    """What of the engine this process holds (after a wait: what the warm-up did before the message)."""
+    adapter = sys.modules.get("graph_engine.adapter")
+    runtimes = getattr(adapter, "_runtimes", {}) if adapter is not None else {}
+    return {"engine_imported": adapter is not None,
+            "libraries_loaded": sum(rt.library.current is not None for rt in list(runtimes.values()))}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -292,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out).resolve()
     session = Session(args.a0_root, Script(spec.get("replies", []), spec.get("utility_reply", "[]")),
                       context_window=spec.get("context_window"))
-    chat_id, outcomes = "", []
+    chat_id, outcomes, waited = "", [], []
     for turn in spec.get("turns", []):
         if "load" in turn:
             chat_id = turn["load"]
@@ -300,16 +311,20 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if session.context is None:
             chat_id = session.start()
+        if "wait" in turn:  # the chat is open and the person has not written yet
+            time.sleep(float(turn["wait"]))
+            waited.append(_engine_loaded())
+            continue
         timeout = float(spec.get("timeout") or 600)
         result = session.nudge(timeout) if turn.get("nudge") else session.send(turn["user"], timeout)
         outcomes.append(result if isinstance(result, str) or result is None else str(result))
-        out.write_text(json.dumps(_result(session, chat_id, outcomes)))
+        out.write_text(json.dumps(_result(session, chat_id, outcomes, waited)))
         if result == HANG:
             sys.stdout.flush()
             os._exit(0)  # stopped during the LLM call: nothing after this point is saved
     wait_for_pictures()
     session.close(remove_chat=False)
-    out.write_text(json.dumps(_result(session, chat_id, outcomes)))
+    out.write_text(json.dumps(_result(session, chat_id, outcomes, waited)))
     sys.stdout.flush()
     os._exit(0)  # Agent-Zero's background threads do not end by themselves
 

@@ -61,6 +61,8 @@ class Runtime:
         self.message_words: tuple[Any, str] = (None, "")  # the last user message object read and its words
         self.control_words: tuple[Any, bool] = (None, False)  # the last words read as a control, or not
         self.audit = AuditLog(runs_dir(a0_root))
+        self.warming = threading.Lock()  # held by the warm-up thread while it loads the library: a pass waits
+        self.held: list[str] = []  # problem lines the warm-up's load found, said by the next pass
 
     @property
     def org_dir(self) -> str:
@@ -77,6 +79,7 @@ class Runtime:
 _runtimes: dict[str, Runtime] = {}
 _located: dict[str, str] = {}  # extension file -> the library beside it (looked up once per process)
 _by_settings: dict[tuple[str, Any], Runtime] = {}  # (extension file, a hook call's settings) -> its runtime
+_making = threading.Lock()  # a runtime is made once, when the warm-up thread and a pass ask at the same time
 
 
 def locate_library(ext_file: str) -> str:
@@ -108,7 +111,8 @@ def runtime_for(ext_file: str, cfg: settings.Settings = settings.DEFAULTS) -> Ru
     key = f"{path}|{cfg.max_plans}"
     rt = _runtimes.get(key)
     if rt is None:
-        rt = _runtimes[key] = Runtime(path, os.environ.get("A0_ROOT", "/a0"))
+        with _making:
+            rt = _runtimes.get(key) or _runtimes.setdefault(key, Runtime(path, os.environ.get("A0_ROOT", "/a0")))
     if cfg is not settings.DEFAULTS:
         if len(_by_settings) >= 64:
             _by_settings.clear()
@@ -121,7 +125,10 @@ def run_hook(agent: Any, loop_data: Any, hook: str, ext_file: str, runtime: Runt
     runtime is caught like one in the engine."""
     rt, token = runtime, None
     try:
-        cfg = settings.current(agent)
+        if _companion_handled(agent, loop_data, hook):
+            return  # this pass is judged and shown, and its settings, library and spool were seen by the
+            # companion's call; what this hook would render reaches only the next call, which the companion renders
+        cfg = settings.current(agent, _display.submit)
         token = settings.ACTIVE.set(cfg)
         rt = runtime or runtime_for(ext_file, cfg)
         for line in cfg.problems:
@@ -148,8 +155,34 @@ class _LoggedOnce:
 _NO_RUNTIME: Any = _LoggedOnce()
 
 
+def warm_up(agent: Any, ext_file: str) -> None:
+    """The warm-up thread (the agent_init extension, when Agent-Zero creates a chat's agent): load and check the
+    library this agent's settings select, compile its check patterns and build its meaning index, so that the
+    chat's first message finds them ready.  A pass that comes meanwhile waits for the load (``Runtime.warming``)
+    and decides exactly as without a warm-up.  Never raises: a fault is one log line, and the first pass loads
+    the library itself."""
+    rt = None
+    try:
+        cfg = settings.current(agent)
+        settings.ACTIVE.set(cfg)  # this thread's own context: the library's checks read the settings
+        rt = runtime_for(ext_file, cfg)
+        with rt.warming:
+            library, problems = rt.library.refresh()
+            rt.held.extend(problems)  # said by the first pass, in the chat, as that pass would have said them
+            if library is not None and hasattr(library, "warm"):
+                library.warm()
+        _display.start()  # the thread a pass would start (pictures, settings re-read off the loop)
+    except Exception as exc:  # noqa: BLE001 - the first pass does the work instead
+        _log_once(rt or _NO_RUNTIME, agent, "warning",
+                  f"[HTN] The workflow engine's warm-up failed ({type(exc).__name__}: {exc}); the first message "
+                  "loads the plan library instead. Please report it", key=f"warm-up:{type(exc).__name__}")
+
+
 def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
-    library, problems = rt.library.refresh()
+    with rt.warming:  # the warm-up thread is loading the library: this pass waits for it
+        library, problems = rt.library.refresh()
+    if rt.held:
+        problems, rt.held = [*rt.held, *problems], []
     if rt.library.recovered:  # good again after a fault: say so, and forget what was said, so that a fault
         rt.library.recovered = False  # that comes back is reported again
         rt.logged_once.clear()
@@ -160,9 +193,6 @@ def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
         _log_once(rt, agent, "warning", f"[HTN] {line}")
     if isinstance(getattr(agent, "data", None), dict) and agent.data.get(SPOOL_KEY):
         _flush_spool(rt, agent)  # lines a folder refused earlier: written by the first pass that can
-    if _companion_handled(agent, loop_data, hook):
-        return  # this pass is judged and shown; what this hook would render reaches only the next call,
-        # and the companion renders that call itself
     raw_state = getattr(agent, STATE_ATTR, None)
     restored = False
     if raw_state is None:

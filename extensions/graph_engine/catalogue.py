@@ -33,6 +33,7 @@ from .lint import ERROR, Diagnostic, cross_plan_triggers, example_routing, share
 from .matching import (Indexed, Match, TriggerIndex, allowed, by_meaning, by_words, normalise, phrase_start, rank,
                        request_text, score_plan, trigger_hits)
 from .model import DEFAULT_THRESHOLD, Plan
+from .prefilter import prepare as prepare_pattern
 from .reading import decode_text, scan_document, scan_value
 
 KEPT_VERSIONS = 64
@@ -90,6 +91,7 @@ class Catalogue(Indexed):
         self.index = TriggerIndex()
         self._meaning: meaning.Index | None = None  # built when a message first needs it
         self._building = False  # a thread is building it
+        self._built = threading.Event()  # set when a thread's build ended (built, or failed)
         self._meaning_failed = False  # building it raised: phrases alone from then on (said once)
         self._texts: dict[str, tuple] = {}  # plan id -> the texts its meaning vectors come from
         self._starts_nothing: str | None = None  # the last message found to start no plan
@@ -182,6 +184,12 @@ class Catalogue(Indexed):
                 self._building = True
                 threading.Thread(target=self._build_meaning, name="graph-engine-meaning", daemon=True).start()
             return None
+        if self._building:
+            self._built.wait()  # a thread builds the same index (the warm-up's): waited for, not built twice
+            return self._meaning
+        return self._embed()
+
+    def _embed(self) -> meaning.Index | None:
         enc = meaning.encoder()
         if enc is None:
             if meaning.say_once():
@@ -194,9 +202,7 @@ class Catalogue(Indexed):
             with self._lock:
                 if not self._meaning_failed:
                     self._meaning_failed = True
-                    self._new.append(f"{self.path}: preparing to match requests by meaning failed "
-                                     f"({type(exc).__name__}: {exc}); messages are matched by their phrases. "
-                                     "Please report it")
+                    self._build_failed(exc)
             return None
         with self._lock:
             if self._meaning is None:
@@ -205,22 +211,32 @@ class Catalogue(Indexed):
 
     def _build_meaning(self, routing: bool = False) -> None:
         """In a thread: build the meaning index; ``routing``: then report the examples that do not route (a
-        library checked whole; for a large one, `graph-engine validate` reports them)."""
+        library checked whole; for a large one, `graph-engine validate` reports them).  A pass waiting for
+        the index waits for the build only, not for the report."""
+        index = None
         try:
             if not routing:  # asked for by a message's match: the pass that asked goes first
                 time.sleep(BACKGROUND_DELAY)
-            index = self.meaning_index(wait=True)
-            if routing and index is not None and self._whole is not None:
-                found = example_routing(self._whole.plans.values())
-                with self._lock:
-                    self._new.extend(_problem_lines(self.path, found))
+            index = self._meaning or (None if self._meaning_failed else self._embed())
         except Exception as exc:  # noqa: BLE001 - said in the agent's log by the next pass, never lost
-            with self._lock:
-                self._new.append(f"{self.path}: preparing to match requests by meaning failed "
-                                 f"({type(exc).__name__}: {exc}); messages are matched by their phrases. "
-                                 "Please report it")
+            self._build_failed(exc)
         finally:
             self._building = False
+            self._built.set()
+        if routing and index is not None and self._whole is not None:
+            try:
+                found = example_routing(self._whole.plans.values())
+            except Exception as exc:  # noqa: BLE001 - as above
+                self._build_failed(exc)
+                return
+            with self._lock:
+                self._new.extend(_problem_lines(self.path, found))
+
+    def _build_failed(self, exc: Exception) -> None:
+        with self._lock:
+            self._new.append(f"{self.path}: preparing to match requests by meaning failed "
+                             f"({type(exc).__name__}: {exc}); messages are matched by their phrases. "
+                             "Please report it")
 
     def may_start(self, message: str) -> bool:
         """Whether any plan's trigger phrase is in the message's request text (the words ``best`` scores):
@@ -325,6 +341,20 @@ class Catalogue(Indexed):
         found = [shared_trigger(phrase, ids) for phrase in dict.fromkeys((*old, *new))
                  if len(ids := self._owners.get(phrase, ())) > 1]
         self._new.extend(_problem_lines(self.path, found))
+
+    def warm(self) -> None:
+        """What the first messages would otherwise do in their passes, done now (the engine's warm-up thread,
+        before the chat's first message): every checked plan's check patterns compiled for the time-bounded
+        search, and the index for matching by meaning built, as the first message of a library checked whole
+        would build it (``meaning_index``: a pass that asks meanwhile waits for this build)."""
+        for checked in list(self.checked.values()):
+            for node in checked.plan.nodes.values() if checked.plan is not None else ():
+                check = node.verify
+                for pattern in (check.pattern, check.fail_pattern, check.capture_pattern) if check else ():
+                    if pattern is not None:
+                        prepare_pattern(pattern)
+        if self._whole is not None:
+            self.meaning_index(wait=True)
 
     def start(self) -> None:
         """Check the rest in a background thread (a daemon: it never holds Agent-Zero's exit), after

@@ -61,6 +61,12 @@ def search(pattern: re.Pattern[str], text: str) -> Any:
     return pattern.search(_head_and_tail(text, fallback_cap(pattern)))
 
 
+def prepare(pattern: re.Pattern[str]) -> None:
+    """Compile now what ``search`` would compile on its first use of ``pattern`` (the warm-up's part)."""
+    if not use_regex or _regex_for(pattern) is None:
+        fallback_cap(pattern)
+
+
 def _head_and_tail(text: str, cap: int) -> str:
     """At most ``cap`` characters: the first quarter from the head, the rest from the tail (where the
     summaries of tests and builds are)."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .patterns import prepare as prepare_bounded
 from .patterns import search as bounded_search
 
 try:  # the standard library's own regex parser (re._parser since Python 3.11)
@@ -37,9 +38,7 @@ def search(pattern: re.Pattern[str], text: str) -> Any:
     time bound (``patterns.search``: raises ``PatternTooSlow``)."""
     need = _needs.get(pattern, _MISSING)
     if need is _MISSING:
-        if len(_needs) >= MAX_CACHED:
-            _needs.clear()
-        need = _needs[pattern] = required_literals(pattern)
+        need = _need(pattern)
     if need is not None:
         for piece in need:
             if piece in text:
@@ -47,6 +46,22 @@ def search(pattern: re.Pattern[str], text: str) -> Any:
         else:
             return None
     return bounded_search(pattern, text)
+
+
+def _need(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
+    if len(_needs) >= MAX_CACHED:
+        _needs.clear()
+    need = _needs[pattern] = required_literals(pattern)
+    return need
+
+
+def prepare(pattern: re.Pattern[str]) -> None:
+    """Do now what the first ``search`` with ``pattern`` would do (read its required text, compile its
+    time-bounded form): the engine's warm-up calls it for every check of the library, so that the first pass
+    that judges a step does not compile its patterns."""
+    if pattern not in _needs:
+        _need(pattern)
+    prepare_bounded(pattern)
 
 
 def required_literals(pattern: re.Pattern[str]) -> tuple[str, ...] | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import threading
 import time
 import weakref
 from contextvars import ContextVar
@@ -131,22 +132,41 @@ def project_folder(agent: Any) -> str:
         return ""
 
 
-RECHECK_SECONDS = 1.0  # a hook call re-reads an agent's settings at most this often
-_RECENT: "weakref.WeakKeyDictionary[Any, tuple[float, Settings]]" = weakref.WeakKeyDictionary()
+RECHECK_SECONDS = 1.0  # an agent's settings are re-read when the ones kept are older than this
+_RECENT: "weakref.WeakKeyDictionary[Any, tuple[float, Settings, bool]]" = weakref.WeakKeyDictionary()
+_KEPT = threading.Lock()  # _RECENT is written by hook calls and by the thread that re-reads
 
 
-def current(agent: Any) -> Settings:
-    """``read(agent)``, re-read at most once per RECHECK_SECONDS for the same agent (a pass calls two hooks,
-    and a saved change on the settings page takes effect within a second).  Never raises."""
+def current(agent: Any, later: Callable[..., None] | None = None) -> Settings:
+    """``read(agent)``, kept per agent and re-read when older than RECHECK_SECONDS (a pass calls two hooks).
+    ``later(function, *args)``: runs a function off the loop; given, an old value is returned as it is and
+    re-read by ``later`` (Agent-Zero's plugin config looks for its file in every scope, about 0.1 ms a read,
+    on nearly every pass of a real chat), so a change saved on the settings page takes effect from the pass
+    after the one that found the kept value old.  The first read of an agent is made here.  Never raises."""
     now = time.monotonic()
     try:
-        seen = _RECENT.get(agent)
+        with _KEPT:
+            seen = _RECENT.get(agent)
+            old = seen is not None and now - seen[0] >= RECHECK_SECONDS
+            ask = old and later is not None and not seen[2]
+            if ask:  # one re-read asked for at a time
+                _RECENT[agent] = (seen[0], seen[1], True)
     except TypeError:  # an agent object that cannot be weakly referenced: read every time
         return _read_or_defaults(agent)
-    if seen is not None and now - seen[0] < RECHECK_SECONDS:
-        return seen[1]
+    if seen is None or (old and later is None):
+        return _reread(agent)
+    if ask:
+        try:
+            later(_reread, agent)
+        except Exception:  # noqa: BLE001 - nothing runs off the loop: read it now
+            return _reread(agent)
+    return seen[1]
+
+
+def _reread(agent: Any) -> Settings:
     value = _read_or_defaults(agent)
-    _RECENT[agent] = (now, value)
+    with _KEPT:
+        _RECENT[agent] = (time.monotonic(), value, False)
     return value
 
 

@@ -6,6 +6,7 @@ What it touches, and nothing else:
 * ``<ext root>/before_main_llm_call/_15_htn_plan_selector.py`` (replaces the linear selector),
   ``htn_plan_library.json`` and ``plan_library.schema.json`` beside it;
 * ``<ext root>/message_loop_prompts_after/_75_graph_workflow_context.py``;
+* ``<ext root>/agent_init/_90_graph_engine_warm_up.py`` (loads the library before a chat's first message);
 * ``<ext root>/graph_engine/`` (the engine package; the loader in the two files finds it there);
 * ``<root>/usr/graph_engine/`` (install manifest and backups);
 * with ``--plugin``: the plugin folder ``<root>/usr/plugins/graph_workflow_engine/``, holding the same files as
@@ -41,9 +42,10 @@ from graph_engine.tools.user_plans import SHIPPED_BESIDE, Merged, merge, read_pl
 
 SRC = Path(__file__).resolve().parents[3]  # the repository
 PACKAGE = SRC / "extensions" / "graph_engine"  # the runtime: its own modules, not its tools/ subpackage
-SRC_HOOKS = SRC / "extensions" / "python"  # the two extension files, in the v1.x layout
+SRC_HOOKS = SRC / "extensions" / "python"  # the three extension files, in the v1.x layout
 SELECTOR = "_15_htn_plan_selector.py"
 COMPANION = "_75_graph_workflow_context.py"
+WARM_UP = "_90_graph_engine_warm_up.py"
 LIBRARY = "htn_plan_library.json"
 SCHEMA = "plan_library.schema.json"
 PLUGIN = "graph_workflow_engine"
@@ -163,7 +165,8 @@ def plugin_files(src: Path = SRC) -> dict[str, bytes]:
     hooks = src / "extensions" / "python"
     found = [src / name for name in PLUGIN_TOP]
     found += sorted((src / "webui").rglob("*"))
-    found += [hooks / "before_main_llm_call" / SELECTOR, hooks / "message_loop_prompts_after" / COMPANION]
+    found += [hooks / "before_main_llm_call" / SELECTOR, hooks / "message_loop_prompts_after" / COMPANION,
+              hooks / "agent_init" / WARM_UP]
     found += sorted((src / "extensions" / "graph_engine").rglob("*.py"))
     found += sorted((src / "plan_library").glob("*.json"))
     return {p.relative_to(src).as_posix(): p.read_bytes() for p in found
@@ -200,6 +203,7 @@ def payload(layout: Layout, merged: Merged) -> dict[str, bytes]:
         ext / "before_main_llm_call" / SCHEMA: (SRC / "plan_library" / SCHEMA).read_bytes(),
         ext / "message_loop_prompts_after" / COMPANION:
             (SRC_HOOKS / "message_loop_prompts_after" / COMPANION).read_bytes(),
+        ext / "agent_init" / WARM_UP: (SRC_HOOKS / "agent_init" / WARM_UP).read_bytes(),
     }
     for py in sorted(PACKAGE.glob("*.py")):  # the package folder's modules; tools/ stays out of Agent-Zero
         files[ext / "graph_engine" / py.name] = py.read_bytes()
@@ -625,10 +629,11 @@ def python_or_refuse(layout: Layout, explicit: str | None) -> str:
 
 
 def verify(layout: Layout, python: str, required: list[str]) -> tuple[bool, dict]:
-    """Load both extension files as Agent-Zero does and the installed library; every plan the pack installed
+    """Load the three extension files as Agent-Zero does and the installed library; every plan the pack installed
     must load (a user's plan or a .dot file beside the library that does not is a warning, as in the engine)."""
     ext = layout.ext_root
-    files = [str(ext / "before_main_llm_call" / SELECTOR), str(ext / "message_loop_prompts_after" / COMPANION)]
+    files = [str(ext / "before_main_llm_call" / SELECTOR), str(ext / "message_loop_prompts_after" / COMPANION),
+             str(ext / "agent_init" / WARM_UP)]
     library = str(ext / "before_main_llm_call" / LIBRARY)
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     env.pop("GRAPH_ENGINE_LIBRARY", None)

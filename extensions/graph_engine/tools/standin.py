@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[3]  # the repository (and the plugin's r
 EXT_DIR = ROOT / "extensions" / "python"  # the hook folders, as Agent-Zero v1.x lays them out
 SELECTOR = EXT_DIR / "before_main_llm_call" / "_15_htn_plan_selector.py"
 COMPANION = EXT_DIR / "message_loop_prompts_after" / "_75_graph_workflow_context.py"
+WARM_UP = EXT_DIR / "agent_init" / "_90_graph_engine_warm_up.py"
 LIBRARY = ROOT / "plan_library" / "htn_plan_library.json"
 FIXTURES = ROOT / "fixtures"
 PROMPT_LINE = "root@vm:/a0/usr/workdir#"
@@ -440,7 +441,7 @@ class Session:
 
     def __init__(self, *, companion: bool = True, selector: bool = True, layout: str = "new",
                  agent: Agent | None = None, bst: BeliefStateTracker | None = None,
-                 allowed_plans: Any = "unset", wait_for_display: bool = True) -> None:
+                 allowed_plans: Any = "unset", wait_for_display: bool = True, warm_up: bool = False) -> None:
         install_framework(layout)
         self.wait_for_display = wait_for_display  # each pass ends when the pictures it started are drawn
         self.layout = layout
@@ -454,6 +455,12 @@ class Session:
         self.records: list[PassRecord] = []
         self.monologue_open = False
         self.saved: dict[str, Any] = {}
+        if warm_up:  # agent_init: called as each layout calls it (v1.x: not awaited; v0.9.x: awaited)
+            done = load_extension_class(WARM_UP)(self.agent).execute()
+            if layout == "old":
+                asyncio.run(done)
+            else:
+                assert done is None, "agent_init extensions must not return an awaitable on v1.x"
 
     # a user message opens a monologue (a new LoopData)
     def user(self, text: str) -> None:

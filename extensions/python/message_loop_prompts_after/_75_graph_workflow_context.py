@@ -8,6 +8,7 @@ each carry the small package loader below, because Agent-Zero loads extension
 files by path and one cannot import the other.
 """
 
+import importlib
 import importlib.util
 import os
 import sys
@@ -20,21 +21,23 @@ except ImportError:
 
 
 def _load_engine():
-    """Import the engine package installed beside the extension folders (not on sys.path here)."""
-    if "graph_engine.adapter" in sys.modules:
-        return sys.modules["graph_engine.adapter"]
-    here = Path(__file__).resolve().parent
-    roots = [os.environ.get("GRAPH_ENGINE_HOME", ""), str(here), str(here.parent), str(here.parent.parent)]
-    for root in filter(None, roots):
-        init = Path(root) / "graph_engine" / "__init__.py"
-        if init.is_file():
-            spec = importlib.util.spec_from_file_location(
-                "graph_engine", str(init), submodule_search_locations=[str(init.parent)])
-            module = importlib.util.module_from_spec(spec)
-            sys.modules["graph_engine"] = module
-            spec.loader.exec_module(module)
-            return importlib.import_module("graph_engine.adapter")
-    raise ImportError("package graph_engine not found beside " + str(here) + "; run install_graph_engine.sh")
+    """Import the engine package installed beside the extension folders (not on sys.path here); an import
+    another thread has under way is waited for."""
+    if "graph_engine" not in sys.modules:
+        here = Path(__file__).resolve().parent
+        roots = [os.environ.get("GRAPH_ENGINE_HOME", ""), str(here), str(here.parent), str(here.parent.parent)]
+        for root in filter(None, roots):
+            init = Path(root) / "graph_engine" / "__init__.py"
+            if init.is_file():
+                spec = importlib.util.spec_from_file_location(
+                    "graph_engine", str(init), submodule_search_locations=[str(init.parent)])
+                module = importlib.util.module_from_spec(spec)
+                sys.modules["graph_engine"] = module
+                spec.loader.exec_module(module)
+                break
+        else:
+            raise ImportError("package graph_engine not found beside " + str(here) + "; run install_graph_engine.sh")
+    return importlib.import_module("graph_engine.adapter")
 
 
 class GraphWorkflowContext(Extension):
