@@ -39,7 +39,7 @@ def fresh_runtime(monkeypatch, tmp_path):
             rt.library.current.cancel()
     adapter._runtimes.clear()
     for thread in threading.enumerate():  # the meaning index (and the examples' check) a test started: done
-        if thread.name == "graph-engine-meaning":  # before the next test patches the model away under it
+        if thread.name in ("graph-engine-meaning", "graph-engine warm-up"):  # before the next test patches it away
             thread.join(60)
             assert not thread.is_alive(), "the meaning index was still being built 60 s after the test"
 
