@@ -906,3 +906,6 @@ def _log_once(rt: Runtime, agent: Any, level: str, text: str, key: str = "") -> 
         rt.logged_once.clear()
     rt.logged_once.add(key)
     _log(agent, level, text)
+
+
+IMPORTED = True  # the module's last line: one that another thread is still importing lacks it (the loaders check)

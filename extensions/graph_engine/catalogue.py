@@ -250,7 +250,7 @@ class Catalogue(Indexed):
                         for t in heads[pid].triggers + heads[pid].strong_triggers if t):
             return True
         index = self.meaning_index() if text else None
-        if index is not None and index.verdict(text).may_win():
+        if index is not None and index.verdict(text, named=False).may_win(named=False):  # no phrase is in it
             return True
         self._starts_nothing = message
         return False

@@ -223,7 +223,7 @@ def by_meaning(index: meaning.Index | None, plan_of: Callable[[str], Any], text:
     only when no domain could undo it (``meaning.Verdict.winner``)."""
     if index is None:
         return None
-    verdict = index.verdict(text, allowed_plans)
+    verdict = index.verdict(text, allowed_plans, named=bool(named))
     win, _ = verdict.winner(lambda pid: plan_of(pid).domains, domain, named, usable=usable)
     if win is None:
         return None

@@ -299,12 +299,13 @@ class Verdict:
         return s is not None and (self.not_cosine >= max(MENTION_COSINE, s.cosine)
                                    or self.model and plan_id in self.taught and s.total < VETO)
 
-    def may_win(self) -> bool:
-        """Whether some domain and org filter could let the best plan start (False: it starts nothing)."""
+    def may_win(self, named: bool = True) -> bool:
+        """Whether some domain and org filter could let the best plan start (False: it starts nothing);
+        ``named``: whether a trigger phrase of some plan is in the message (another bonus it may get)."""
         if not self.ranked:
             return False
         if self.model:
-            return self.ranked[0].total + 2 * BONUS >= THRESHOLD
+            return self.ranked[0].total + (1 + named) * BONUS >= THRESHOLD
         return self.ranked[0].total >= min(NEAR_THRESHOLD, NEAR_DOMAIN_THRESHOLD) and \
             self.not_cosine < self.ranked[0].cosine
 
@@ -524,15 +525,18 @@ class Index:
                 memo[w] = got[w] = row
         return np.stack([got[w] for w in words])
 
-    def verdict(self, text: str, allowed_ids: Sequence[str] | None = None, full: bool = False) -> Verdict:
+    def verdict(self, text: str, allowed_ids: Sequence[str] | None = None, full: bool = False,
+                named: bool = True) -> Verdict:
         """The plans ranked by meaning for a message's request text (``allowed_ids``: the org filter); without
-        ``full``, no plan at all when none could reach a threshold.  The last answer is kept: both hooks of a
-        pass ask about the same message (and a full answer serves a question without ``full``)."""
-        key = (text, None if allowed_ids is None else tuple(allowed_ids), full)
+        ``full``, no plan at all when none could reach a threshold (``named``: False when no plan's trigger
+        phrase is in the message, so no plan can get the phrases' bonus).  The last answer is kept: both hooks
+        of a pass ask about the same message (and a full answer, or one that assumed a phrase, serves a question
+        that asks for less)."""
+        key = (text, None if allowed_ids is None else tuple(allowed_ids), full, named)
         last = self._last
-        if last is not None and (last[0] == key or last[0] == (*key[:2], True)):  # a full verdict answers both
+        if last is not None and last[0][:2] == key[:2] and (last[0][2] or not full) and (last[0][3] or not named):
             return last[1]
-        found = (self._model_verdict if self.model is not None else self._verdict)(text, allowed_ids, full)
+        found = (self._model_verdict if self.model is not None else self._verdict)(text, allowed_ids, full, named)
         self._last = (key, found)
         return found
 
@@ -545,7 +549,8 @@ class Index:
             wide = self._wide_tables[id(table)] = table.astype(self.enc.np.float32)
         return wide[chosen]
 
-    def _verdict(self, text: str, allowed_ids: Sequence[str] | None, full: bool = False) -> Verdict:
+    def _verdict(self, text: str, allowed_ids: Sequence[str] | None, full: bool = False,
+                 named: bool = True) -> Verdict:
         enc, np = self.enc, self.enc.np
         ids = enc.ids(text)
         words = enc.words(ids)
@@ -598,7 +603,8 @@ class Index:
         return Verdict(tuple(found), self.plans[rows[p]].not_examples[t], float(nots[p, t]), model=model,
                        taught=taught)
 
-    def _model_verdict(self, text: str, allowed_ids: Sequence[str] | None, full: bool = False) -> Verdict:
+    def _model_verdict(self, text: str, allowed_ids: Sequence[str] | None, full: bool = False,
+                       named: bool = True) -> Verdict:
         enc, np = self.enc, self.enc.np
         ids = enc.ids(text)
         words = enc.words(ids)
@@ -611,7 +617,7 @@ class Index:
             return Verdict((), model=True)
         z = self.model.scores(text, ids, words)
         odds = z[rows] - z[n]
-        if not full and float(odds.max()) + 2 * BONUS < THRESHOLD:
+        if not full and float(odds.max()) + (1 + named) * BONUS < THRESHOLD:
             return Verdict((), model=True)  # no domain or phrase could make it start a plan
         sent = enc.sentence(ids)
         chosen = np.asarray(rows, dtype=np.int64)

@@ -145,6 +145,12 @@ def current(agent: Any, later: Callable[..., None] | None = None) -> Settings:
     after the one that found the kept value old.  The first read of an agent is made here.  Never raises."""
     now = time.monotonic()
     try:
+        seen = _RECENT.get(agent)  # read without the lock (a kept value is put whole): the usual case returns
+    except TypeError:  # an agent object that cannot be weakly referenced: read every time
+        return _read_or_defaults(agent)
+    if seen is not None and now - seen[0] < RECHECK_SECONDS:
+        return seen[1]
+    try:
         with _KEPT:
             seen = _RECENT.get(agent)
             old = seen is not None and now - seen[0] >= RECHECK_SECONDS

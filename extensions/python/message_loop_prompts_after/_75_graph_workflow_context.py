@@ -23,6 +23,9 @@ except ImportError:
 def _load_engine():
     """Import the engine package installed beside the extension folders (not on sys.path here); an import
     another thread has under way is waited for."""
+    adapter = sys.modules.get("graph_engine.adapter")
+    if adapter is not None and getattr(adapter, "IMPORTED", False):  # every pass: no import machinery
+        return adapter
     if "graph_engine" not in sys.modules:
         here = Path(__file__).resolve().parent
         roots = [os.environ.get("GRAPH_ENGINE_HOME", ""), str(here), str(here.parent), str(here.parent.parent)]
