@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from graph_engine.tools.installer import REQUIREMENT
+
 # requirement name -> the top-level modules it provides, each replaced by an import-only stub
 STUBS: dict[str, tuple[str, ...]] = {
     "browser-use": ("browser_use",),            # drives a browser
@@ -144,23 +146,37 @@ def venv_for(tree: Path, python: str) -> Path:
     return venvs_dir(tree.parent) / f"{tree.name}-{digest}"
 
 
+# The pack's optional packages, as `install_graph_engine.sh --with-optional` and the plugin's install hook put
+# them in Agent-Zero's Python: every tree's environment has them, so that a test never depends on whether an
+# earlier test's install hook added them (matching by meaning is on in every run).
+OPTIONAL = tuple(REQUIREMENT.values())
+
+
 def ensure_env(tree: Path, log=print) -> Path:
-    """The venv's python for `tree`, built when missing (a finished build leaves a `.ready` mark)."""
+    """The venv's python for `tree`, built when missing (a finished build leaves a `.ready` mark), with the
+    pack's optional packages (added to an environment built before they were, once: an `.optional` mark)."""
     python = find_python()
     venv = venv_for(tree, python)
     bin_python = venv / "bin" / "python"
     if (venv / ".ready").is_file():
+        if not (venv / ".optional").is_file():
+            log(f"installing the pack's optional packages into {venv} (once)")
+            subprocess.run([str(bin_python), "-m", "pip", "install", "--quiet", "--prefer-binary", *OPTIONAL],
+                           check=True)
+            (venv / ".optional").write_text("ok\n")
         return bin_python
     log(f"building the Python environment of {tree.name} in {venv} (once; reused afterwards)")
     subprocess.run([python, "-m", "venv", "--clear", str(venv)], check=True)
     reqs = venv / "requirements.txt"
     reqs.write_text("\n".join(requirements(tree)) + "\n")
-    subprocess.run([str(bin_python), "-m", "pip", "install", "--quiet", "--prefer-binary", "-r", str(reqs)], check=True)
+    subprocess.run([str(bin_python), "-m", "pip", "install", "--quiet", "--prefer-binary", "-r", str(reqs), *OPTIONAL],
+                   check=True)
     site = subprocess.run([str(bin_python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
     names = sorted(n for mods in STUBS.values() for n in mods)
     Path(site, "a0_import_stubs.py").write_text(STUB_MODULE.format(names=names))
     Path(site, "a0_import_stubs.pth").write_text("import a0_import_stubs\n")
+    (venv / ".optional").write_text("ok\n")
     (venv / ".ready").write_text("ok\n")
     return bin_python
 
