@@ -27,7 +27,7 @@ PARTS = (("settings", "settings", "current"), ("library look", "catalogue", "Lib
          ("observe", "adapter", "observe"), ("engine step", "engine", "step"), ("judge", "engine", "_judge"),
          ("check", "engine", "check"), ("render", "render", "context"), ("apply", "adapter", "_apply"),
          ("audit", "adapter", "_audit"), ("audit write", "audit", "AuditLog.write"),
-         ("checkpoint", "adapter", "write_checkpoint"), ("card", "adapter", "_card"), ("card text", "card", "text"),
+         ("checkpoint", "audit", "AuditLog.checkpoint"), ("card", "adapter", "_card"), ("card text", "card", "text"),
          ("log item update", "log", "LogItem.update"), ("log line", "adapter", "_log"))
 
 
