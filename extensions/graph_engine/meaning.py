@@ -373,18 +373,14 @@ class Model:
         """Every class's score for a request text (the last: "no plan")."""
         np, memo = self.enc.np, self._memo
         z = self.bias + self.enc.sentence(ids) @ self.sentence + np.asarray(cues(text), dtype=np.float32) @ self.cues
-        got = [memo.get(w) for w in words.tolist()]
-        new = [w for w, row in zip(words.tolist(), got) if row is None]
+        got = {w: memo.get(w) for w in words.tolist()}  # read once: another thread may clear the memo meanwhile
+        new = [w for w, row in got.items() if row is None]
         if new:
-            rows = self._near(np.asarray(new, dtype=np.int64)) @ self.words
             if len(memo) + len(new) > 100_000:
                 memo.clear()
-            for w, row in zip(new, rows):
-                memo[w] = row
-            got = [memo.get(w) if g is None else g for w, g in zip(words.tolist(), got)]
-        for row in got:
-            z = z + row
-        return z
+            for w, row in zip(new, self._near(np.asarray(new, dtype=np.int64)) @ self.words):
+                memo[w] = got[w] = row
+        return z + sum(got.values()) if got else z
 
 
 def cues(text: str) -> list[float]:
@@ -541,8 +537,9 @@ class Index:
         return found
 
     def _wide(self, table: Any, chosen: Any) -> Any:
-        """Rows of a 16-bit table as 32-bit floats; a small library keeps them converted."""
-        if len(self.ids) > SHORTLIST:
+        """Rows of a 16-bit table as 32-bit floats; a library small enough to score whole (at most SHORTLIST
+        plans, or MODEL_PLANS with a model) keeps them converted."""
+        if len(self.ids) > (MODEL_PLANS if self.model is not None else SHORTLIST):
             return table[chosen].astype(self.enc.np.float32)
         wide = self._wide_tables.get(id(table))
         if wide is None:
@@ -611,8 +608,8 @@ class Index:
         n = len(self.ids)
         if not len(words):
             return Verdict((), model=True)
-        rows = list(range(n)) if allowed_ids is None else \
-            [i for i, pid in enumerate(self.ids) if pid in set(allowed_ids)]
+        allowed = None if allowed_ids is None else set(allowed_ids)
+        rows = [i for i, pid in enumerate(self.ids) if allowed is None or pid in allowed]
         if not rows:
             return Verdict((), model=True)
         z = self.model.scores(text, ids, words)
