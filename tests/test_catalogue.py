@@ -78,7 +78,8 @@ def test_a_lazy_load_matches_and_reports_as_a_full_load(tmp_path):
     index = meaning.index_of(list(full.plans.values()))
     for message, domain in edge:
         best = index.verdict(request_text(normalise(message)), full=True).ranked[0]
-        assert index.model is None and abs(best.total - meaning.NEAR_THRESHOLD) < 0.01, (message, domain, best)
+        near = meaning.NEAR_DOMAIN_THRESHOLD if domain in full.plans[best.plan_id].domains else meaning.NEAR_THRESHOLD
+        assert index.model is None and abs(best.total - near) < 0.03, (message, domain, best)
     assert len({m.rsplit(" ", 1)[0] for m, _ in edge}) < len(TRIGGER_CASES) / 20  # a few messages only
     assert 0 < len(cat.checked) < len(doc["plans"])
     same_library(cat.library(), full)

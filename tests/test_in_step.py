@@ -13,7 +13,7 @@ ISOLATE = cmd("grep -n divide /tmp/test.py", "3:    return a / b")
 
 def test_result_from_before_activation_is_not_evidence():
     s = Session()
-    s.user("bug in the notes app")  # one phrase: the plan starts once the domain confirms it
+    s.user("there is a bug in the notes app")  # one phrase: the plan starts once the domain confirms it
     first = s.run_pass(crash())  # call 0 never saw the plan, although its output would pass 'reproduce'
     assert first.prompt_extras == {} and s.state["plan_id"] == "bugfix_workflow"
     s.run_pass(cmd("echo hi", "hi"))

@@ -51,7 +51,7 @@ def test_the_first_call_on_the_old_layout_carries_the_plan_too():
 
 def test_a_message_only_its_domain_confirms_starts_one_call_later_and_that_call_is_not_evidence():
     s = Session()
-    s.user("bug in the notes app")  # one weak phrase + the bugfix domain; its meaning alone is not enough
+    s.user("there is a bug in the notes app")  # one weak phrase + the bugfix domain; its meaning alone is not enough
     first = s.run_pass(crash())
     assert told(first) == "" and s.state["plan_id"] == "bugfix_workflow"
     second = s.run_pass(crash())
@@ -133,7 +133,7 @@ def test_small_talk_pauses_one_call_and_the_run_goes_on():
     s.user("thanks, take your time")
     paused = s.run_pass(Reply(final="Sure."))
     assert told(paused).startswith("[WORKFLOW PAUSED") and s.state["plan_id"] == "bugfix_workflow"
-    s.user("it happens with the values from the form")  # a follow-up no plan names: paused once more, then the step
+    s.user("it happens only on tuesdays")  # a follow-up no plan names: paused once more, then the step
     assert told(s.run_pass(IDLE)).startswith("[WORKFLOW PAUSED")
     record = s.run_pass(crash())
     assert "Current step: Reproduce the issue" in told(record)

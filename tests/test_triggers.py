@@ -6,6 +6,7 @@ from graph_engine.tools import cli, triggers
 from graph_engine.library import load_library_file
 from graph_engine.tools.standin import FIXTURES, LIBRARY, BeliefStateTracker
 from graph_engine.matching import best_match
+from graph_engine.not_requests import MESSAGES
 from graph_engine.tools.triggers import MAX_FALSE_ACTIVATIONS, REQUIRED_ACCURACY, load_cases, met, report
 
 CASES = load_cases(str(FIXTURES / "trigger_cases.json"))
@@ -18,8 +19,11 @@ def test_the_golden_set_is_large_and_covers_every_plan_and_the_named_cases():
     held = [c for c in CASES if c.get("split") == "held_out"]
     assert len(held) >= 80 and {c["expect"] for c in held} == {p.id for p in PLANS} | {None}
     assert len({c["message"] for c in CASES}) == len(CASES)  # no message twice
-    examples = {e for p in PLANS for e in p.examples + p.not_examples}
-    assert not examples & {c["message"] for c in CASES}  # the plans' examples are not the cases they are judged on
+    examples = {e.lower() for p in PLANS for e in p.examples + p.not_examples} | {m.lower() for m in MESSAGES}
+    # the tuning cases teach the model (a request: an example of its plan; the rest: a not-request); the cases
+    # held out and the fresh ones never do (letter case aside, as the model reads them)
+    assert all(c["message"].lower() in examples for c in CASES if "split" not in c)
+    assert not examples & {c["message"].lower() for c in CASES if "split" in c}
     assert {c["expect"] for c in CASES} == {p.id for p in PLANS} | {None}
     by_message = {c["message"]: c["expect"] for c in CASES}
     for message, plan in [("fix the bug in /tmp/test.py", "bugfix_workflow"),
@@ -38,19 +42,35 @@ def test_recorded_domains_are_what_the_tracker_gives():
     ours = [c for c in CASES if c.get("written") != "blind"]
     assert [c["domain"] for c in ours] == [bst.classify(c["message"]) for c in ours]
     blind = [c for c in CASES if c.get("written") == "blind"]
-    assert len(blind) >= 340 and sum(c.get("split") == "fresh" for c in blind) >= 100
+    assert len(blind) >= 1000 and sum(c.get("split") == "fresh" for c in blind) >= 400
 
 
 REPORT = report(PLANS, CASES)
 
 
+def test_a_message_the_model_learned_from_is_scored_by_a_model_that_never_saw_it():
+    sets = triggers.unseen(PLANS, CASES)
+    folds = {id(plans) for plans, _ in sets}
+    assert len(folds) == triggers.FOLDS + 1  # five folds, and the library as it is for the cases it never saw
+    for c, (plans, left_out) in zip(CASES, sets):
+        texts = {t for p in plans for t in p.examples + p.not_examples}
+        assert c["message"] not in texts
+        assert (c["message"].lower() in left_out) == ("split" not in c)
+        if "split" in c:
+            assert plans is PLANS
+    # a fold leaves out only its own cases: the others still teach it
+    plans, left_out = next(s for c, s in zip(CASES, sets) if "split" not in c)
+    assert 0.1 < len(left_out) / sum("split" not in c for c in CASES) < 0.3
+    assert sum(len(p.examples) for p in plans) > sum(len(p.examples) for p in PLANS) * 0.8
+
+
 def test_the_cases_written_for_the_trigger_phrases_all_still_start_their_plan():
     """The first part of the set (written with the phrases in mind) stays right with the domain: matching by
     meaning only adds starts that the phrases did not decide."""
-    first = [c for c in CASES if "split" not in c][:158]
-    rep = report(PLANS, first)
-    assert rep["wrong"] == [] and rep["accuracy"] == 1.0 >= REQUIRED_ACCURACY
-    assert rep["collisions"] == []
+    first = {c["message"] for c in [c for c in CASES if "split" not in c][:158]}
+    assert len(first) == 158 and REQUIRED_ACCURACY <= 1.0
+    assert [w for w in REPORT["wrong"] if w["message"] in first] == []  # each scored by a model that never saw it
+    assert REPORT["collisions"] == []
 
 
 def test_the_labelled_set_figures():
@@ -58,7 +78,7 @@ def test_the_labelled_set_figures():
     (floors from the measured figures: a change that loses requests or starts plans for small talk fails)."""
     figs = REPORT["figures"]
     assert REPORT["matching"].startswith("by trigger phrases, then by meaning")
-    for split, recall, false in (("tune", 0.88, 2), ("held_out", 0.88, 0), ("fresh", 0.85, 4), ("all", 0.87, 6)):
+    for split, recall, false in (("tune", 0.96, 5), ("held_out", 0.92, 0), ("fresh", 0.95, 7), ("all", 0.96, 11)):
         for key in ("with_domain", "without_domain"):
             assert figs[split][key]["recall"] >= recall, (split, key)
             assert figs[split][key]["false_activations"] <= false, (split, key)

@@ -151,13 +151,15 @@ class Catalogue(Indexed):
         candidates = self.index.candidates(text)
         found = [m for pid in candidates if allowed(pid, allowed_plans) and (m := score_plan(heads[pid], text, domain))]
         index = self.meaning_index()
-        for m in by_words(found, index.verdict(text, allowed_plans, full=True) if found and index is not None
-                                 else None):
+        kept = by_words(found, index.verdict(text, allowed_plans, full=True) if found and index is not None else None)
+        for m in kept:
             plan = self.get(m.plan.id)  # a plan with an error is skipped, as a full load leaves it out
             if plan is not None:
                 return m if m.plan is plan else replace(m, plan=plan)
+        dropped = {m.plan.id for m in found} - {m.plan.id for m in kept}  # mentions: meaning does not start them
         named = [pid for pid in candidates if trigger_hits(heads[pid].triggers + heads[pid].strong_triggers, text)]
-        m = by_meaning(index, self._head, text, domain, allowed_plans, named, self._usable)
+        m = by_meaning(index, self._head, text, domain, allowed_plans, named,
+                       (lambda pid: pid not in dropped and self._usable(pid)) if dropped else self._usable)
         plan = self.get(m.plan.id) if m is not None else None
         if plan is None:
             return None

@@ -99,9 +99,48 @@ _CLAUSES = re.compile(r"[.?!;:\n]+\s*|,? (?:and then|then|and also|but) |" + _TA
 _TAG = re.compile(_TAGGED)
 
 
+# A message that holds the work back and asks only for words ("no need to fix it, I'm just noting it"), that
+# reports work already done ("FYI the container is up again") or that plans it for later ("next sprint we'll
+# refactor auth") asks for no work now, whatever its words.
+_WORK = (r"(?:fix|touch|chang|run|merg|refactor|updat|upgrad|writ|build|deploy|look|modify|edit|back|restor|push|"
+         r"commit|rebuild|install|do|creat|start|implement|migrat|mov|copy|delet|containeri[sz])")
+_ORDER_FIRST = re.compile(r"^(?:please |pls |can you |could you |would you |i need you to )?" + _WORK +
+                          r"(?!\w*ing\b)\w*\b(?![':])")  # an order ("refactoring that code ..." is none)
+_ORDER_LATER = re.compile(r"(?:[,.;:!?\u2014-] |\b(?:and|so|then|now) )(?:please |pls |now |then |just )?" + _WORK +
+                          r"(?!\w*ing\b)\w*\b(?![':])")  # an order after a first clause ("..., fix it")
+_HOLD = re.compile(r"\b(?:don'?t|do not|no need to|you don'?t need to|hold off(?: on)?|not asking you to)\b"
+                   r"(?: \w+){0,2}? " + _WORK)
+_ONLY_WORDS = re.compile(r"\b(?:just|only) (?:want|need|tell|asking|noting|curious|wondering|looking for|your|"
+                         r"explain|describe|say)\b|\bwhat would\b|\btell me\b|\?|\bi'?m just\b|\bopinion\b")
+_ASKS = re.compile(r"\b(?:can you|could you|go ahead|asap|right away|right now)\b")
+_REPORT = re.compile(r"^(?:fyi|update|status|just so you know|heads up|for the record|roadmap note)\b|"
+                     r"^(?:i|we)(?:'ve| have)? already\b|\bjust a heads up\b|"
+                     r"^(?:i|we) (?:just |finally )?(?:pushed|merged|fixed|deployed|rebuilt|upgraded|updated|"
+                     r"restored|backed up|refactored|finished|shipped|released)\b|"
+                     r"\b(?:landed|shipped|went live|is live) (?:on|last|yesterday|this|today)\b")
+_LATER = re.compile(r"\b(?:next (?:sprint|week|month|quarter|year|release)|later this (?:week|month|quarter|year)|"
+                    r"on the roadmap|roadmap|in q[1-4]|we(?:'re| are) planning to|we plan to|we'?ll probably|someday|"
+                    r"(?:tomorrow|tonight|later) (?:i|we)'?ll|(?:i|we)'?ll (?:need|have) to)\b")
+_NOW = re.compile(r"\b(?:please|pls|can you|could you|would you|asap|right away|go ahead)\b")
+_TROUBLE = re.compile(r"\b\w*(?:error|exception)\b|\b[45]\d\d\b|fail|broke|crash|wrong|n't\b|\bnot\b")
+
+
+def asks_no_work(text: str) -> bool:
+    """A normalised message that holds the work back, reports it done or plans it for later (see above)."""
+    if _ORDER_FIRST.match(text):
+        return False
+    if _HOLD.search(text):
+        return bool(_ONLY_WORDS.search(text)) and not _ASKS.search(text)
+    return bool((_REPORT.search(text) or _LATER.search(text)) and not _NOW.search(text)
+                and not _ORDER_LATER.search(text) and not _TROUBLE.search(text))
+
+
 def request_text(text: str) -> str:
     """The parts of a normalised message that ask for work: each sentence that only asks about a topic
-    (a question, an explanation, a poem about it) is left out, so its trigger phrases do not count."""
+    (a question, an explanation, a poem about it) is left out, so its trigger phrases do not count; nothing of
+    a message that asks for no work now (``asks_no_work``)."""
+    if asks_no_work(text):
+        return ""
     if not _MENTION.search(text) and not _ABOUT.search(text) and "?" not in text and not _TAG.search(text):
         return text  # the usual case: no sentence to leave out
     kept, dropped, quote = [], False, ""
@@ -190,12 +229,16 @@ def best_match(plans: Iterable[Plan] | Indexed, message: str, domain: str | None
     plans = list(plans)
     index = meaning.index_of(plans)
     found = [m for p in plans if allowed(p.id, allowed_plans) and (m := score_plan(p, text, domain))]
+    dropped: set[str] = set()
     if found:
         ordered = by_words(found, index.verdict(text, allowed_plans, full=True) if index is not None else None)
-        return ordered[0] if ordered else None
+        if ordered:
+            return ordered[0]
+        dropped = {m.plan.id for m in found}  # a mention of their topic: meaning does not start them either
     by_id = {p.id: p for p in plans}
     return by_meaning(index, by_id.__getitem__, text, domain, allowed_plans,
-                      [p.id for p in plans if trigger_hits(p.all_triggers, text)])
+                      [p.id for p in plans if trigger_hits(p.all_triggers, text)],
+                      (lambda pid: pid not in dropped) if dropped else None)
 
 
 def word_match(plans: Iterable[Plan], text: str, domain: str | None,
@@ -211,7 +254,8 @@ def by_words(found: list[Match], verdict: meaning.Verdict | None) -> list[Match]
     from the plan, is a mention of the plan's topic, not a request, and is left out ("the bug in my garden ate
     my tomatoes", "I need a backup plan for the garden wedding")."""
     if verdict is not None:
-        found = [m for m in found if set(m.hits) & set(m.plan.strong_triggers) or not verdict.mention(m.plan.id)]
+        found = [m for m in found if not verdict.overruled(m.plan.id)
+                 and not verdict.mention(m.plan.id, strong=bool(set(m.hits) & set(m.plan.strong_triggers)))]
     return sorted(found, key=rank)
 
 

@@ -54,14 +54,19 @@ class Extension:
         return None
 
 
+COPY_EXAMPLES = 48
+
+
 def shipped_copies(copies: int) -> dict[str, Any]:
     """A large library: copies of the shipped plans with distinct ids and triggers (copy 7 of a plan is
-    ``<id>_7``, each of its trigger phrases with " 7" appended)."""
+    ``<id>_7``, each of its trigger phrases with " 7" appended), each with the first ``COPY_EXAMPLES`` of its
+    examples (what an author writes; the shipped plans also list the labelled set's tuning requests)."""
     doc = json.loads(LIBRARY.read_text())
     plans = {}
     for i in range(copies):
         for pid, plan in doc["plans"].items():
             copy = json.loads(json.dumps(plan))
+            copy["examples"] = copy.get("examples", [])[:COPY_EXAMPLES]
             copy["triggers"] = [f"{t} {i}" for t in copy["triggers"]]
             copy["strong_triggers"] = [f"{t} {i}" for t in copy.get("strong_triggers", [])]
             plans[f"{pid}_{i}"] = copy
