@@ -17,7 +17,7 @@ its words near the plans' words (each content word counts the plan texts' words 
 ``WORD_MATCH``), its hashed words and word pairs, how closely its words and each class's nearest texts cover
 each other (``Aligner``: a message worded like one example counts even where the class as a whole is far), and
 a few cues of a request (an error pasted in, a file or version named, an order, a report of what broke).  It is
-trained when the library is loaded (about 5 s of CPU, 3-4 s of wall time, for the shipped ten plans, in the
+trained when the library is loaded (about 4 s of CPU, 2.6 s of wall time, for the shipped ten plans, in the
 warm-up thread) and kept by a hash of the texts.
 A plan's score is how far its class leads "no plan" (log-odds), plus ``BONUS`` when the belief-state domain is
 one of the plan's and ``BONUS`` again when one of its trigger phrases is in the message (as each adds a point
