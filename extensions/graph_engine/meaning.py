@@ -377,6 +377,7 @@ class Aligner:
         self.count = len(word_rows)
         self.used = used
         vocab = sorted(used)
+        self.words = vocab  # the training words' ids, in the order of ``vectors``
         where = {w: i for i, w in enumerate(vocab)}
         self.vectors = enc.unit[np.asarray(vocab, dtype=np.int64)] if vocab else np.zeros((1, enc.unit.shape[1]),
                                                                                            dtype=np.float32)
@@ -517,9 +518,9 @@ class Model:
         y = np.asarray([c for _, c in rows], dtype=np.int64)
         n_classes = len(classes) + 1
         self.aligner = Aligner(enc, word_rows, [text for text, _ in rows], y.tolist(), n_classes)
-        vocab = sorted({i for ws in word_rows for i in ws.tolist()})
+        vocab = self.aligner.words  # the training words, whose vectors the aligner holds
         dim = enc.unit.shape[1]
-        self.vocab = enc.unit[np.asarray(vocab, dtype=np.int64)] if vocab else np.zeros((1, dim), dtype=np.float32)
+        self.vocab = self.aligner.vectors
         size = len(self.vocab)
         width = 2 * dim + len(CUES) + n_classes  # sentence, max-pooled words, cues, alignment; then 1
         dense = np.zeros((len(rows), width + 1), dtype=np.float32)
