@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import card, control, engine, render, settings
+from . import card, control, engine, meaning, render, settings
 from .audit import AuditLog, read_checkpoint, read_lines, runs_dir
 from .catalogue import LibraryCache
 from .history import (CallOutput, from_framework, new_intervention, newest_call_output, reply_before_user_message,
@@ -61,6 +61,7 @@ class Runtime:
         self.message_words: tuple[Any, str] = (None, "")  # the last user message object read and its words
         self.control_words: tuple[Any, bool] = (None, False)  # the last words read as a control, or not
         self.audit = AuditLog(runs_dir(a0_root))
+        meaning.keep_models_in(os.path.join(a0_root, "usr", "graph_engine", "models"))  # a restart loads, not trains
         self.warming = threading.Lock()  # held by the warm-up thread while it loads the library: a pass waits
         self.held: list[str] = []  # problem lines the warm-up's load found, said by the next pass
 

@@ -207,6 +207,7 @@ class Catalogue(Indexed):
                     self._build_failed(exc)
             return None
         with self._lock:
+            self._new.extend(meaning.store_problem())
             if self._meaning is None:
                 self._meaning = built
             return self._meaning

@@ -508,7 +508,10 @@ class Model:
     them.  A message word's part of every class's score is computed once and kept (words recur from message to
     message)."""
 
-    def __init__(self, enc: Encoder, classes: Sequence[Sequence[str]], nots: Sequence[str]) -> None:
+    def __init__(self, enc: Encoder, classes: Sequence[Sequence[str]], nots: Sequence[str],
+                 weights: tuple[Any, Any] | None = None) -> None:
+        """``weights``: the two weight tables a model of the same texts learned before (``stored``); when their
+        shapes do not fit these texts, the model is trained again."""
         np = enc.np
         self.enc = enc
         rows = [(text.lower(), c) for c, texts in enumerate(classes) for text in texts]
@@ -518,11 +521,25 @@ class Model:
         y = np.asarray([c for _, c in rows], dtype=np.int64)
         n_classes = len(classes) + 1
         self.aligner = Aligner(enc, word_rows, [text for text, _ in rows], y.tolist(), n_classes)
-        vocab = self.aligner.words  # the training words, whose vectors the aligner holds
         dim = enc.unit.shape[1]
         self.vocab = self.aligner.vectors
         size = len(self.vocab)
         width = 2 * dim + len(CUES) + n_classes  # sentence, max-pooled words, cues, alignment; then 1
+        shapes = ((width + 1, n_classes), (size + NGRAM_BUCKETS, n_classes))
+        self.kept = weights is not None and tuple(a.shape for a in weights) == shapes and \
+            all(a.dtype == np.float32 for a in weights)
+        w, v = weights if self.kept else self._learn(rows, id_rows, word_rows, y, n_classes, width)
+        self.weights = (w, v)
+        self.sentence, self.pooled = w[:dim], w[dim:2 * dim]
+        self.cues, self.align, self.bias = w[2 * dim:2 * dim + len(CUES)], w[width - n_classes:width], w[-1]
+        self.words, self.grams = v[:size], v[size:]
+        self._memo: dict[int, Any] = {}
+
+    def _learn(self, rows: list[tuple[str, int]], id_rows: list[list[int]], word_rows: list[Any], y: Any,
+               n_classes: int, width: int) -> tuple[Any, Any]:
+        """The training rows' features, and the weights learned from them."""
+        np, enc = self.enc.np, self.enc
+        vocab, dim, size = self.aligner.words, enc.unit.shape[1], len(self.vocab)
         dense = np.zeros((len(rows), width + 1), dtype=np.float32)
         cos = self.vocab @ self.vocab.T  # the training words' cosines, once (one BLAS product)
         dense[:, width - n_classes:width] = self.aligner.training(cos)
@@ -544,12 +561,8 @@ class Model:
             where.append(cols)
             value.append(vals)
         cat = (lambda parts, kind: np.concatenate(parts) if parts else np.zeros(0, dtype=kind))
-        w, v = _train(np, dense, (cat(at, np.int64), cat(where, np.int64), cat(value, np.float32),
+        return _train(np, dense, (cat(at, np.int64), cat(where, np.int64), cat(value, np.float32),
                                   size + NGRAM_BUCKETS), y, n_classes)
-        self.sentence, self.pooled = w[:dim], w[dim:2 * dim]
-        self.cues, self.align, self.bias = w[2 * dim:2 * dim + len(CUES)], w[width - n_classes:width], w[-1]
-        self.words, self.grams = v[:size], v[size:]
-        self._memo: dict[int, Any] = {}
 
     def _vectors(self, ids: list[int], words: Any) -> Any:
         """The sentence vector and the max-pooled vector of the content words, side by side."""
@@ -642,19 +655,117 @@ def leaving_out(texts: Iterable[str]) -> Iterator[None]:
 
 
 def model_of(enc: Encoder, plans: Sequence[PlanVectors]) -> Model:
-    """The model of a set of plans' texts, kept by their hash."""
+    """The model of a set of plans' texts, kept by their hash: in this process, and on disk (``store``), so a
+    restart loads what an earlier process learned instead of training again."""
     from .not_requests import MESSAGES
     leave = _LEAVE_OUT.get()
     nots = [t for pv in plans for t in pv.not_examples] + [m for m in MESSAGES if m.lower() not in leave]
     key = hashlib.sha256("\x00".join(["\x01".join(pv.texts) for pv in plans] + ["\x02", *nots]).encode()).hexdigest()
     found = _MODELS.get(key)
     if found is None:
-        found = Model(enc, [pv.texts for pv in plans], nots)
+        stored = _STORE.read(enc, key)
+        found = Model(enc, [pv.texts for pv in plans], nots, stored)
+        if not found.kept:
+            _STORE.write(enc, key, found.weights)
         with _LOCK:
             if len(_MODELS) >= CACHE_MODELS:
                 _MODELS.pop(next(iter(_MODELS)))
             _MODELS[key] = found
     return found
+
+
+STORE_ENV = "GRAPH_ENGINE_MODEL_STORE"
+
+
+class Store:
+    """Trained weights kept on disk, one ``.npz`` file per set of texts, named by a hash of the texts, of this
+    module's code and of the encoder's table (a change to any of them trains again).  The folder:
+    ``GRAPH_ENGINE_MODEL_STORE`` when set ("off": none), else the one the runtime names (``<Agent-Zero
+    root>/usr/graph_engine/models``), else ``$XDG_CACHE_HOME/graph-engine/models`` (``~/.cache``).  A file that
+    cannot be read is ignored (the model is trained and the file written again); a folder that cannot be written
+    is said once (``take_problem``), and each start then trains the model again."""
+
+    def __init__(self) -> None:
+        self.folder: str | None = None  # set by the runtime
+        self._stamp: str | None = None
+        self._problem: list[str] = []
+        self._said = False
+
+    def where(self) -> str | None:
+        import os
+        env = os.environ.get(STORE_ENV)
+        if env is not None:
+            return None if env.strip().lower() in ("", "off", "none", "0") else env
+        if self.folder:
+            return self.folder
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        return os.path.join(base, "graph-engine", "models")
+
+    def _path(self, enc: Encoder, key: str) -> str | None:
+        import os
+        folder = self.where()
+        if folder is None:
+            return None
+        if self._stamp is None:
+            with open(__file__, "rb") as fh:
+                code = fh.read()
+            table = enc.unit[:1024].tobytes() + repr(enc.unit.shape).encode()  # (its first rows and its shape)
+            self._stamp = hashlib.sha256(code + table).hexdigest()
+        name = hashlib.sha256(f"{self._stamp}:{key}".encode()).hexdigest()[:40]
+        return os.path.join(folder, f"model-{name}.npz")
+
+    def read(self, enc: Encoder, key: str) -> tuple[Any, Any] | None:
+        try:
+            path = self._path(enc, key)
+            if path is None:
+                return None
+            with enc.np.load(path, allow_pickle=False) as data:
+                return data["dense"], data["sparse"]
+        except Exception:  # noqa: BLE001 - missing, partly written or not ours: trained again and rewritten
+            return None
+
+    def write(self, enc: Encoder, key: str, weights: tuple[Any, Any]) -> None:
+        import os
+        import tempfile
+        path = None
+        try:
+            path = self._path(enc, key)
+            if path is None:
+                return
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".model-", suffix=".npz")
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    enc.np.savez(fh, dense=weights[0], sparse=weights[1])
+                os.replace(tmp, path)  # whole or not at all, for a reader in another process
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+        except Exception as exc:  # noqa: BLE001 - the model works; only the next start pays the training again
+            if not self._said:
+                self._said = True
+                self._problem.append(
+                    f"cannot keep the trained matching model in {os.path.dirname(path) if path else 'its folder'} "
+                    f"({type(exc).__name__}: {exc}); each start trains it again (a few seconds of CPU). Make the "
+                    f"folder writable, or set {STORE_ENV} to a writable folder ('off' to keep nothing)")
+
+    def take_problem(self) -> list[str]:
+        """The line to log about the folder, once (empty when there is none)."""
+        found, self._problem = self._problem, []
+        return found
+
+
+_STORE = Store()
+
+
+def keep_models_in(folder: str) -> None:
+    """Where the runtime keeps trained models (``Store``; ``GRAPH_ENGINE_MODEL_STORE`` still wins)."""
+    _STORE.folder = folder
+
+
+def store_problem() -> list[str]:
+    return _STORE.take_problem()
 
 
 class Index:
