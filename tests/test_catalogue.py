@@ -54,7 +54,7 @@ def same_library(got, want) -> None:
     assert dict(got.worst_case_turns) == dict(want.worst_case_turns)
 
 
-MESSAGES = [c["message"] for c in TRIGGER_CASES] + [f"{c['message']} {i}" for c in TRIGGER_CASES for i in (1, 4, 7)]
+MESSAGES = [c["message"] for c in TRIGGER_CASES] + [f"{c['message']} 4" for c in TRIGGER_CASES]  # and one number more
 
 
 def test_a_lazy_load_matches_and_reports_as_a_full_load(tmp_path):

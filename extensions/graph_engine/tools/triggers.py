@@ -13,6 +13,7 @@ thresholds on the cases not held out.
 from __future__ import annotations
 
 import json
+import math
 import zlib
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Sequence
@@ -297,19 +298,39 @@ def calibrate(plans: Sequence[Plan], cases: Sequence[dict[str, Any]]) -> dict[st
         steps = [round(0.5 + 0.05 * i, 2) for i in range(27)]
         grid = [(t, d, m) for t in steps for d in steps if d <= t for m in (0.0, 0.05, 0.1)]
     negatives = sum(c["expect"] is None for c, *_ in prepared) or 1
+    # with a model, which plan leads a case depends on the bonus only: it is found once per bonus, and each
+    # threshold and likeness then only compares the leader's score and nearest cosine with them
+    leaders: dict[tuple, list] = {}
+    if model:
+        for bonus in sorted({b for _, b, _ in grid}):
+            for key, use in (("with_domain", True), ("without_domain", False)):
+                rows = leaders[(bonus, key)] = []
+                for c, text, words, verdict, named, dropped in prepared:
+                    d = c.get("domain", "") if use else ""
+                    win = None
+                    if words[d] is None and text:
+                        win = verdict.winner(lambda pid: by_id[pid].domains, d, named,
+                                             constants=(-math.inf, bonus, -math.inf),
+                                             usable=(lambda pid: pid not in dropped[d]) if dropped[d] else None)[0]
+                    rows.append((win.plan_id, win.total, win.cosine) if win else None)
     scored = []
     for constants in grid:
         figs, added = {}, []
         for key, use in (("with_domain", True), ("without_domain", False)):
             results, by_meaning = [], 0
-            for c, text, words, verdict, named, dropped in prepared:
+            lead = leaders.get((constants[1], key))
+            for i, (c, text, words, verdict, named, dropped) in enumerate(prepared):
                 d = c.get("domain", "") if use else ""
                 got = words[d].plan.id if words[d] else None
                 if got is None and text:
-                    win = verdict.winner(lambda pid: by_id[pid].domains, d, named, constants=constants,
-                                         usable=(lambda pid: pid not in dropped[d]) if dropped[d] else None)[0]
-                    got = win.plan_id if win else None
-                    by_meaning += win is not None and c["expect"] is None
+                    if lead is not None:
+                        found = lead[i]
+                        got = found[0] if found and found[1] >= constants[0] and found[2] >= constants[2] else None
+                    else:
+                        win = verdict.winner(lambda pid: by_id[pid].domains, d, named, constants=constants,
+                                             usable=(lambda pid: pid not in dropped[d]) if dropped[d] else None)[0]
+                        got = win.plan_id if win else None
+                    by_meaning += got is not None and c["expect"] is None
                 results.append(CaseResult(c["message"], d, c["expect"], got, ()))
             figs[key] = figures(results)
             added.append(by_meaning / negatives)
