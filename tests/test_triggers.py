@@ -78,7 +78,7 @@ def test_the_labelled_set_figures():
     (floors from the measured figures: a change that loses requests or starts plans for small talk fails)."""
     figs = REPORT["figures"]
     assert REPORT["matching"].startswith("by trigger phrases, then by meaning")
-    for split, recall, false in (("tune", 0.96, 5), ("held_out", 0.92, 0), ("fresh", 0.95, 7), ("all", 0.96, 11)):
+    for split, recall, false in (("tune", 0.95, 5), ("held_out", 0.88, 0), ("fresh", 0.96, 6), ("all", 0.95, 11)):
         for key in ("with_domain", "without_domain"):
             assert figs[split][key]["recall"] >= recall, (split, key)
             assert figs[split][key]["false_activations"] <= false, (split, key)

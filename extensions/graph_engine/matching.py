@@ -3,7 +3,8 @@
 Rules (documented in the README, pinned by tests):
 
 * Only the user's own words count, lower-cased, white space folded.
-* A trigger phrase matches on word boundaries: "debug" does not match "debugger".
+* A trigger phrase matches on word boundaries: "debug" does not match "debugger", and "refactor" does not
+  match the branch name "refactor/db-layer" (a "/" joins words too).
 * ``hits`` = number of distinct trigger phrases found.  ``domain_ok`` = the plan
   lists no domains, or the belief-state tracker's domain is one of them.
 * score = hits + 1 when the plan lists domains and ``domain_ok`` (the old
@@ -77,11 +78,11 @@ _MENTION = re.compile(_LEAD + r"(?:"
     r"|summari[sz]e (?:(?:this|that|the|a|an|these|those|my) )?(?:\w+ )?(?:article|text|paragraph|book|story|chapter|"
     r"video|paper|essay|email|e-mail|thread|conversation|page|post|news|document|meeting|film|movie|podcast|lecture|"
     r"speech|poem|plot|history)s?\b"
-    r"|(?:should|could|would|can|do|must|will) (?:i|we|one)\b|(?:is|are|will) (?:it|there|this|that)\b"
+    r"|(?:should|could|would|can|do|must|will) (?:i|we|one)\b(?! (?:get|have)\b)|(?:is|are|will) (?:it|there|this|that)\b"
     r"|will (?:my|our|the|this|that) "
     r"|(?:is|are|does|do) (?!you\b)[\w.+#-]+ (?:\w+ )?(?:better|worse|faster|slower|good|bad|worth|safe|free|"
     r"necessary|needed|required|possible|secure|stable)\b"
-    r"|(?:recommend|suggest)\b|(?:difference|differences) between\b|(?:when|which|who) "
+    r"|(?:recommend|suggest)\b|any (?:ideas|tips|suggestions|thoughts|recommendations)\b|(?:difference|differences) between\b|(?:when|which|who) "
     r"|(?:write|compose|make up|give me|tell me|draft) (?:me )?(?:a|an|some|\d+)? ?(?:short |funny |little )?"
     r"(?:poem|story|haiku|song|joke|limerick|essay|rap|sonnet|tweet|blog post|article|quote|riddle|slogan|slide|"
     r"presentation|letter|memo|speech)s?\b"
@@ -94,45 +95,101 @@ _ABOUT = re.compile(r"\b(?:poem|story|haiku|song|joke|limerick|essay|article|blo
                     r"video|quote|quiz|history|overview|introduction|lecture) (?:about|on|of)\b")
 # clause breaks: sentence ends, "and then"-like joins, and a question tagged on after a comma ("..., is it safe?")
 _TAGGED = (r", (?=(?:is|are|was|were|will|would|can|could|should|do|does|did) (?:it|i|we|my|our|this|that|there|you|"
-           r"they)\b|(?:how|what|which|why|who|where|when) |(?:suggest|recommend)\b)")
-_CLAUSES = re.compile(r"[.?!;:\n]+\s*|,? (?:and then|then|and also|but) |" + _TAGGED)
+           r"they)\b|(?:how|what|which|why|who|where|when)(?:'s)? |(?:suggest|recommend)\b|"
+           r"any (?:ideas|tips|suggestions|thoughts|recommendations)\b)")
+# a full stop, colon or semicolon ends a sentence only before white space or the end: "1.2gb", "api/views.py",
+# "https://..." and "10:30" are words
+_CLAUSES = re.compile(r"(?:[.;:]+(?=\s|$)|[?!\n]+)[.?!;:\n]*\s*|,? (?:and then|then|and also|but) |" + _TAGGED)
 _TAG = re.compile(_TAGGED)
 
 
 # A message that holds the work back and asks only for words ("no need to fix it, I'm just noting it"), that
-# reports work already done ("FYI the container is up again") or that plans it for later ("next sprint we'll
-# refactor auth") asks for no work now, whatever its words.
-_WORK = (r"(?:fix|touch|chang|run|merg|refactor|updat|upgrad|writ|build|deploy|look|modify|edit|back|restor|push|"
-         r"commit|rebuild|install|do|creat|start|implement|migrat|mov|copy|delet|containeri[sz])")
-_ORDER_FIRST = re.compile(r"^(?:please |pls |can you |could you |would you |i need you to )?" + _WORK +
-                          r"(?!\w*ing\b)\w*\b(?![':])")  # an order ("refactoring that code ..." is none)
-_ORDER_LATER = re.compile(r"(?:[,.;:!?\u2014-] |\b(?:and|so|then|now) )(?:please |pls |now |then |just )?" + _WORK +
-                          r"(?!\w*ing\b)\w*\b(?![':])")  # an order after a first clause ("..., fix it")
+# reports work already done ("FYI the container is up again", "the refactor is done, just wanted to share"), that
+# vents ("i hate merge conflicts so much") or that plans work for later ("next sprint we'll refactor auth") asks
+# for no work now, whatever its words.
+_WORK = (r"(?:fix|touch|chang|run\b|merg|refactor|updat|upgrad|writ|build|deploy|look\b|modify|edit|back(?:up|\b)|"
+         r"restor|push|commit|rebuild|install|do\b|creat|start\b|implement|migrat|mov(?:e|ing)\b|copy\b|delet|"
+         r"containeri[sz])")  # (whole words where a longer one is no order: "docker", "backend", "startup")
+_NOT_ORDER = (r"(?!\w*(?:ing|ed)\b|ne\b)\w*\b(?![':])"  # "refactoring that code", "pushed it", "done" are none
+              r"(?! (?:conflicts?|scripts?|logs?|files?|errors?|jobs?|process|times?)\b)")  # nouns
+_ORDER_FIRST = re.compile(r"^(?:please |pls |plz |can you |could you |can u |could u |would you |i need you to )?(?:" +
+                          _WORK + r"|make|ensure|check|get|set|put|bring|split|wire|hook)" + _NOT_ORDER)
+_ORDER_LATER = re.compile(r"(?:[,.;:!?\u2014-] |\b(?:and|so|then|now) )(?:please |pls |now |then |just )?(?:" + _WORK +
+                          r"|(?:verify|check|test|add|remove|clean|investigate|find|make|ensure|send|tag|rename|"
+                          r"resolve|review|repair|debug|patch|bring|split|wire|hook|connect|integrate|set up|put)\b"
+                          r"(?! (?:are|is|was|were|pass\w*|fail\w*|green|red)\b))"
+                          + _NOT_ORDER)  # an order after a first clause ("..., fix it")
 _HOLD = re.compile(r"\b(?:don'?t|do not|no need to|you don'?t need to|hold off(?: on)?|not asking you to)\b"
                    r"(?: \w+){0,2}? " + _WORK)
+# the user will do the work and asks for the words ("show me the commands, I'll type them myself")
+_SELF = re.compile(r"\b(?:i|we)(?:'ll| will| can| want to) (?:do|type|run|handle|apply|make|paste|try) "
+                   r"(?:(?:it|them|this|that|those|the \w+) )?(?:myself|ourselves|by hand)\b")
 _ONLY_WORDS = re.compile(r"\b(?:just|only) (?:want|need|tell|asking|noting|curious|wondering|looking for|your|"
                          r"explain|describe|say)\b|\bwhat would\b|\btell me\b|\?|\bi'?m just\b|\bopinion\b")
-_ASKS = re.compile(r"\b(?:can you|could you|go ahead|asap|right away|right now)\b")
-_REPORT = re.compile(r"^(?:fyi|update|status|just so you know|heads up|for the record|roadmap note)\b|"
+# asks for the work itself ("can you explain ..." asks for words)
+_ASKS = re.compile(r"\b(?:go ahead|asap|right away|right now)\b|\b(?:can|could|would) (?:you|u) (?:please |just )?"
+                   r"(?!explain|tell|describe|say|clarify|walk me|help me understand|summari[sz]e|comment|give me your)")
+_REPORT = re.compile(r"^(?:fyi|update|status|just so you know|heads[ -]up|for the record|roadmap note|imo|imho|"
+                     r"in my opinion)\b|"
+                     r"^(?:(?:i|we|he|she|they) )?(?:just |already |finally |also )?(?:(?!\w*eed\b|embed\b|shed\b)\w{2,}ed|"
+                     r"went|built|rebuilt|wrote|ran|made|did|took|sent)\b|"
                      r"^(?:i|we)(?:'ve| have)? already\b|\bjust a heads up\b|"
                      r"^(?:i|we) (?:just |finally )?(?:pushed|merged|fixed|deployed|rebuilt|upgraded|updated|"
                      r"restored|backed up|refactored|finished|shipped|released)\b|"
-                     r"\b(?:landed|shipped|went live|is live) (?:on|last|yesterday|this|today)\b")
+                     r"\b(?:landed|shipped|went live|is live) (?:on|last|yesterday|this|today)\b|"
+                     r"\b(?:is|are|was|were|'s) (?:now |already |all )?(?:done|finished|sorted|resolved)\b|"
+                     r"\bsorted now\b|\ball (?:good|sorted|done) now\b|\bjust wanted to (?:share|let you know|say|tell you)\b|"
+                     r"\bthanks (?:though|anyway|anyways)\b|\bno action needed\b|"
+                     r"^(?:ugh|argh|sigh|meh|omg)\b|\bi (?:hate|love|can'?t stand)\b|\b(?:so|sick and) tired of\b|"
+                     r"^(?:finished|done|fixed|merged|pushed|deployed|shipped|sorted)\b|\bthanks for (?:the|your|all)\b|"
+                     r"\b(?:is|are) (?:now |all )?gone\b")
 _LATER = re.compile(r"\b(?:next (?:sprint|week|month|quarter|year|release)|later this (?:week|month|quarter|year)|"
                     r"on the roadmap|roadmap|in q[1-4]|we(?:'re| are) planning to|we plan to|we'?ll probably|someday|"
-                    r"(?:tomorrow|tonight|later) (?:i|we)'?ll|(?:i|we)'?ll (?:need|have) to)\b")
-_NOW = re.compile(r"\b(?:please|pls|can you|could you|would you|asap|right away|go ahead)\b")
-_TROUBLE = re.compile(r"\b\w*(?:error|exception)\b|\b[45]\d\d\b|fail|broke|crash|wrong|n't\b|\bnot\b")
+                    r"(?:tomorrow|tonight|later) (?:i|we)'?ll|(?:i|we)'?ll (?:need|have) to|(?:we|i) might|eventually|no rush|"
+                    r"(?:he|she|they)(?:'ll| will)|once \w+ (?:is|are|gets?) back|"
+                    r"(?:i|we)'?ll need (?:a|an|some)|once (?:the|our|this|it)\b.{0,40}\b(?:is|are) (?:out|done|shipped|over))\b")
+# ... and says who will do it then: planned, whatever trouble it names ("we'll look into the 502s next week")
+_PLANNED = re.compile(r"\b(?:we|i|they|the team)(?:'ll| will| are going to|'re going to| plan to| decided)\b.*"
+                      r"\b(?:next (?:sprint|week|month|quarter|year|release)|tomorrow|later this|retro|someday)\b|"
+                      r"\b(?:if|should|once|when) (?:it|the \w+|this|that) (?:comes? back|happens? again|recurs?)\b|"
+                      r"\bnot (?:now|yet|before|until)\b")
+# ... or says the trouble it names is over ("the crash is gone, thanks for the hints")
+_SOLVED = re.compile(r"\b(?:is|are|was|were|'s) (?:now |all |finally )?(?:gone|fixed|resolved|sorted)\b|"
+                     r"\b(?:works|working) (?:again|now)\b|\bsorted now\b")
+_UNSOLVED = re.compile(r"\b(?:but|still|however|again|back)\b")
+_NOW = re.compile(r"\b(?:please|pls|plz|can you|could you|can u|could u|would you|asap|right away|go ahead|"
+                  r"before you)\b")
+_WANTS = re.compile(r"\b(?:need|want|would like) (?:someone|somebody|you|it|this|that|them)\b")
+_TROUBLE = re.compile(r"\b\w*(?:error|exception)\b|(?<!#)\b[45]\d\d\b|fail|broke|crash|wrong|n't\b|\bnot\b")
+# (a "#478" is an issue, not a status code); a report that goes on or asks is still open
+_OPEN = re.compile(r"\b(?:but|still)\b|\?")
+# says no work is needed ("imo the auth module doesn't need refactoring"), unless it names trouble
+_NO_NEED = re.compile(r"\b(?:doesn'?t|don'?t|does not|do not|no) need (?:to be |any |for )?\w+")
+_TROUBLE_WORDS = re.compile(r"\b\w*(?:error|exception)\b|(?<!#)\b[45]\d\d\b|fail|broke|crash|wrong")
+# an order not to do it yet ("don't merge anything into main until after the demo")
+_PROHIBIT = re.compile(r"^(?:please )?(?:don'?t|do not|never)\b.*\b(?:until|before|unless)\b")
 
 
 def asks_no_work(text: str) -> bool:
-    """A normalised message that holds the work back, reports it done or plans it for later (see above)."""
+    """A normalised message that holds the work back, reports it done, vents or plans it for later (see
+    above)."""
     if _ORDER_FIRST.match(text):
         return False
     if _HOLD.search(text):
+        if _PROHIBIT.match(text):
+            return not _ORDER_LATER.search(text)
         return bool(_ONLY_WORDS.search(text)) and not _ASKS.search(text)
-    return bool((_REPORT.search(text) or _LATER.search(text)) and not _NOW.search(text)
-                and not _ORDER_LATER.search(text) and not _TROUBLE.search(text))
+    if _NOW.search(text):
+        return False
+    if _SELF.search(text):
+        return True
+    if _ORDER_LATER.search(text):
+        return False
+    over = bool(_SOLVED.search(text)) and not _UNSOLVED.search(_SOLVED.sub(" ", text))
+    if _NO_NEED.search(text) and not _TROUBLE_WORDS.search(text) and not _OPEN.search(text):
+        return True
+    return bool(_PLANNED.search(text) or over or (_REPORT.search(text) or _LATER.search(text))
+                and not _TROUBLE.search(text) and not _OPEN.search(text))
 
 
 def request_text(text: str) -> str:
@@ -143,7 +200,7 @@ def request_text(text: str) -> str:
         return ""
     if not _MENTION.search(text) and not _ABOUT.search(text) and "?" not in text and not _TAG.search(text):
         return text  # the usual case: no sentence to leave out
-    kept, dropped, quote = [], False, ""
+    kept, dropped, quote, asked = [], False, "", False
     for c in _CLAUSES.split(text):
         if not c:
             continue
@@ -154,15 +211,21 @@ def request_text(text: str) -> str:
             quote = "" if c[0] in c[1:] else c[0]
             continue
         dropped = bool(_MENTION.match(c) or _ABOUT.search(c))
-        if not dropped:
+        if dropped:
+            asked = True
+        else:
             kept.append(c)
+    if asked and not _TROUBLE.search(text) and not _ORDER_LATER.search(text) and not any(_ORDER_FIRST.match(c) or _NOW.search(c) or _WANTS.search(c)
+                                                        for c in kept):
+        return ""  # what is left only sets the scene for the question ("we open a new branch office, suggest names")
     return " ".join(" ".join(kept).split())
 
 
 def phrase_start(phrase: str, text: str) -> int:
     """Where a trigger phrase first occurs in a normalised text (words separated by single spaces) with no
-    word character (``\\w``: a letter, digit or "_") right before or after it; -1 when it does not.  The same
-    answer as searching ``(?<!\\w)word\\s+word...(?!\\w)``, without a regular expression per phrase."""
+    word character (``\\w``: a letter, digit or "_") and no "/" right before or after it (a phrase inside a path
+    or a branch name, "refactor/db-layer", is not the user's word); -1 when it does not.  The same answer as
+    searching ``(?<![\\w/])word\\s+word...(?![\\w/])``, without a regular expression per phrase."""
     needle = " ".join(phrase.lower().split())
     if not needle:
         return -1
@@ -170,14 +233,15 @@ def phrase_start(phrase: str, text: str) -> int:
     i = text.find(needle)
     while i >= 0:
         j = i + n
-        if (i == 0 or not _wordy(text[i - 1])) and (j == size or not _wordy(text[j])):
+        if (i == 0 or not _bound(text[i - 1])) and (j == size or not _bound(text[j])):
             return i
         i = text.find(needle, i + 1)
     return -1
 
 
-def _wordy(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"  # exactly the characters \\w matches in a str pattern
+def _bound(ch: str) -> bool:
+    """A character that joins a phrase to the text beside it: what \\w matches in a str pattern, or "/"."""
+    return ch.isalnum() or ch == "_" or ch == "/"
 
 
 def trigger_hits(phrases: tuple[str, ...], text: str) -> tuple[str, ...]:

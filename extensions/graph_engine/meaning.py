@@ -17,8 +17,9 @@ its words near the plans' words (each content word counts the plan texts' words 
 ``WORD_MATCH``), its hashed words and word pairs, how closely its words and each class's nearest texts cover
 each other (``Aligner``: a message worded like one example counts even where the class as a whole is far), and
 a few cues of a request (an error pasted in, a file or version named, an order, a report of what broke).  It is
-trained when the library is loaded (about 4 s of CPU, 2.6 s of wall time, for the shipped ten plans, in the
-warm-up thread) and kept by a hash of the texts.
+trained when the library is loaded (in the warm-up thread; for the shipped ten plans about 25 s on the slow
+2-core machine where it was last measured, 12.6 s there for the smaller training set before) and kept by a hash
+of the texts, in the process and on disk (``Store``): a restart loads the weights instead of training again.
 A plan's score is how far its class leads "no plan" (log-odds), plus ``BONUS`` when the belief-state domain is
 one of the plan's and ``BONUS`` again when one of its trigger phrases is in the message (as each adds a point
 to matching by phrases); the best plan starts when its score reaches ``THRESHOLD``.  The model also has a say
@@ -62,9 +63,9 @@ NEAR_THRESHOLD = 1.10
 NEAR_DOMAIN_THRESHOLD = 0.60
 NEAR_MARGIN = 0.0
 # the model (libraries of up to MODEL_PLANS plans)
-THRESHOLD = -1.0  # a plan's log-odds against "no plan", bonuses included, to start it
-BONUS = 0.0  # per piece of evidence: the domain is one of the plan's; one of its phrases is in the message
-LIKENESS = 0.25  # the message's cosine with the plan's nearest text, at least: a plan nothing like it never starts
+THRESHOLD = -0.25  # a plan's log-odds against "no plan", bonuses included, to start it
+BONUS = 0.75  # per piece of evidence: the domain is one of the plan's; one of its phrases is in the message
+LIKENESS = 0.35  # the message's cosine with the plan's nearest text, at least: a plan nothing like it never starts
 TAUGHT = 5  # examples a plan needs before the model may undo a match by its phrases (a plan without examples: never)
 VETO = -2.0  # a match by weak phrases alone is undone when the model scores the plan below this ("I need a backup
 # plan for the garden wedding"; the lowest right match by weak phrases of the tuning cases, each scored by a model
