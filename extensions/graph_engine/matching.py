@@ -149,9 +149,9 @@ _LATER = re.compile(r"\b(?:next (?:sprint|week|month|quarter|year|release)|later
                     r"(?:he|she|they)(?:'ll| will)|once \w+ (?:is|are|gets?) back|"
                     r"(?:i|we)'?ll need (?:a|an|some)|once (?:the|our|this|it)\b.{0,40}\b(?:is|are) (?:out|done|shipped|over))\b")
 # ... and says who will do it then: planned, whatever trouble it names ("we'll look into the 502s next week")
-_PLANNED = re.compile(r"\b(?:we|i|they|the team)(?:'ll| will| are going to|'re going to| plan to| decided)\b.*"
-                      r"\b(?:next (?:sprint|week|month|quarter|year|release)|tomorrow|later this|retro|someday)\b|"
-                      r"\b(?:if|should|once|when) (?:it|the \w+|this|that) (?:comes? back|happens? again|recurs?)\b|"
+_PLANNED_WHO = re.compile(r"\b(?:we|i|they|the team)(?:'ll| will| are going to|'re going to| plan to| decided)\b")
+_PLANNED_WHEN = re.compile(r"\b(?:next (?:sprint|week|month|quarter|year|release)|tomorrow|later this|retro|someday)\b")
+_PLANNED = re.compile(r"\b(?:if|should|once|when) (?:it|the \w+|this|that) (?:comes? back|happens? again|recurs?)\b|"
                       r"\bnot (?:now|yet|before|until)\b")
 # ... or says the trouble it names is over ("the crash is gone, thanks for the hints")
 _SOLVED = re.compile(r"\b(?:is|are|was|were|'s) (?:now |all |finally )?(?:gone|fixed|resolved|sorted)\b|"
@@ -160,12 +160,12 @@ _UNSOLVED = re.compile(r"\b(?:but|still|however|again|back)\b")
 _NOW = re.compile(r"\b(?:please|pls|plz|can you|could you|can u|could u|would you|asap|right away|go ahead|"
                   r"before you)\b")
 _WANTS = re.compile(r"\b(?:need|want|would like) (?:someone|somebody|you|it|this|that|them)\b")
-_TROUBLE = re.compile(r"\b\w*(?:error|exception)\b|(?<!#)\b[45]\d\d\b|fail|broke|crash|wrong|n't\b|\bnot\b")
-# (a "#478" is an issue, not a status code); a report that goes on or asks is still open
+_TROUBLE_WORDS = re.compile(r"\b\w*(?:error|exception)\b|(?<!#)\b[45]\d\d\b|fail|broke|crash|wrong")  # ("#478": an issue)
+_TROUBLE = re.compile(_TROUBLE_WORDS.pattern + r"|n't\b|\bnot\b")
+# a report that goes on or asks is still open
 _OPEN = re.compile(r"\b(?:but|still)\b|\?")
 # says no work is needed ("imo the auth module doesn't need refactoring"), unless it names trouble
 _NO_NEED = re.compile(r"\b(?:doesn'?t|don'?t|does not|do not|no) need (?:to be |any |for )?\w+")
-_TROUBLE_WORDS = re.compile(r"\b\w*(?:error|exception)\b|(?<!#)\b[45]\d\d\b|fail|broke|crash|wrong")
 # an order not to do it yet ("don't merge anything into main until after the demo")
 _PROHIBIT = re.compile(r"^(?:please )?(?:don'?t|do not|never)\b.*\b(?:until|before|unless)\b")
 
@@ -188,7 +188,9 @@ def asks_no_work(text: str) -> bool:
     over = bool(_SOLVED.search(text)) and not _UNSOLVED.search(_SOLVED.sub(" ", text))
     if _NO_NEED.search(text) and not _TROUBLE_WORDS.search(text) and not _OPEN.search(text):
         return True
-    return bool(_PLANNED.search(text) or over or (_REPORT.search(text) or _LATER.search(text))
+    who = _PLANNED_WHO.search(text)  # ... then when (one linear search each: no ".*" to backtrack over a long text)
+    planned = _PLANNED.search(text) or who and _PLANNED_WHEN.search(text, who.end())
+    return bool(planned or over or (_REPORT.search(text) or _LATER.search(text))
                 and not _TROUBLE.search(text) and not _OPEN.search(text))
 
 
