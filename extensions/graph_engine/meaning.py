@@ -748,8 +748,8 @@ class Store:
                 self._said = True
                 self._problem.append(
                     f"cannot keep the trained matching model in {os.path.dirname(path) if path else 'its folder'} "
-                    f"({type(exc).__name__}: {exc}); each start trains it again (a few seconds of CPU). Make the "
-                    f"folder writable, or set {STORE_ENV} to a writable folder ('off' to keep nothing)")
+                    f"({type(exc).__name__}: {exc}); each start trains it again, as long as this first training "
+                    f"took. Make the folder writable, or set {STORE_ENV} to a writable folder ('off' to keep nothing)")
 
     def take_problem(self) -> list[str]:
         """The line to log about the folder, once (empty when there is none)."""
