@@ -3,7 +3,7 @@ by name, each said as a chat message; the call that answers it already shows the
 test here is skipped (see tests/a0real.py)."""
 
 from a0real import respond
-from test_real_loop import BUG_REPORT, fix, isolate, project, run_tests, types, verdicts
+from test_real_loop import bug_run, fix, isolate, project, run_tests, types, verdicts
 
 
 def said(events: list[dict], etype: str) -> list[str]:
@@ -11,10 +11,11 @@ def said(events: list[dict], etype: str) -> list[str]:
 
 
 def said_at_isolate(tree, message: str, answer: str):
-    """A bug fix run whose first monologue ends at 'Isolate the root cause'; then the user says `message`."""
+    """A bug fix run (after the first exchange of ``bug_run``) whose first monologue ends at 'Isolate the root
+    cause'; then the user says `message`."""
     p = project(tree)
-    run = tree.run([BUG_REPORT.format(p=p), message],
-                   [run_tests(p, "Reproduce"), respond("Reproduced; isolating the cause next."), respond(answer)])
+    run = bug_run(tree, p, [run_tests(p, "Reproduce"), respond("Reproduced; isolating the cause next."),
+                            respond(answer)], more=(message,))
     assert run.overrun == 0 and len(run.calls) == 3
     assert "Current step: Isolate the root cause" in run.last_user[1]
     return run
@@ -32,9 +33,9 @@ def test_stop_the_workflow_ends_the_run_in_the_call_that_answers_it(a0_tree):
 
 def test_go_back_to_the_reproduce_step_shows_that_step_as_current(a0_tree):
     p = project(a0_tree)
-    run = a0_tree.run([BUG_REPORT.format(p=p), "go back to the reproduce step"],
-                      [run_tests(p, "Reproduce"), isolate(p), fix(p), respond("Fixed; testing next."),
-                       run_tests(p, "Reproduce again"), respond("Reproduced again.")])
+    run = bug_run(a0_tree, p, [run_tests(p, "Reproduce"), isolate(p), fix(p), respond("Fixed; testing next."),
+                               run_tests(p, "Reproduce again"), respond("Reproduced again.")],
+                  more=("go back to the reproduce step",))
     assert run.overrun == 0 and len(run.calls) == 6
     assert "Current step: Test the fix" in run.last_user[3]
     answer = run.last_user[4]
