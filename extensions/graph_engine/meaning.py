@@ -63,16 +63,15 @@ NEAR_THRESHOLD = 1.10
 NEAR_DOMAIN_THRESHOLD = 0.60
 NEAR_MARGIN = 0.0
 # the model (libraries of up to MODEL_PLANS plans)
-THRESHOLD = -1.25  # a plan's log-odds against "no plan", bonuses included, to start it
-BONUS = 0.25  # per piece of evidence: the domain is one of the plan's; one of its phrases is in the message
+THRESHOLD = -0.25  # a plan's log-odds against "no plan", bonuses included, to start it
+BONUS = 0.75  # per piece of evidence: the domain is one of the plan's; one of its phrases is in the message
 LIKENESS = 0.35  # the message's cosine with the plan's nearest text, at least: a plan nothing like it never starts
 TAUGHT = 5  # examples a plan needs before the model may undo a match by its phrases (a plan without examples: never)
 VETO = -2.0  # a match by weak phrases alone is undone when the model scores the plan below this ("I need a backup
-# plan for the garden wedding"); of the tuning cases' right matches by weak phrases, each scored by a model that
-# never saw it, one is lower (-2.27, "my game crashes on level 3"): -2.5 would start it, and 2 more messages that
-# should start nothing
-STRONG_VETO = -3.5  # ... a match by a strong phrase, below this ("help me refactor my weekly schedule"); of the
-# right matches by a strong phrase, scored so, one is lower (-3.79, "checkout -b add-dark-mode, stage + commit ...")
+# plan for the garden wedding"; the lowest right match by weak phrases of the tuning cases, each scored by a model
+# that never saw it: -1.92, "my game crashes on level 3")
+STRONG_VETO = -3.5  # ... a match by a strong phrase, below this ("help me refactor my weekly schedule": -3.79; the
+# lowest right match by a strong phrase of the tuning cases, scored so: -3.18, "dockerize this app")
 OVERRULE = 4.0  # a match by phrases is undone when the model, taught by both plans, scores another plan this much higher
 MODEL_PLANS = 64
 WORD_MATCH = 0.6  # a message word counts a plan-text word this near (cosine)
