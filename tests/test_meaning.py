@@ -110,3 +110,19 @@ def test_any_text_is_matched_without_raising(message):
 def test_a_lone_surrogate_is_read_and_the_request_still_starts_its_plan():
     m = best_match(PLANS, "the nightly export dies \ud800 with a ZeroDivisionError, make it work again", "", None)
     assert m is not None and m.plan.id == "bugfix_workflow"
+
+
+@pytest.mark.parametrize("strong, limit", [(False, meaning.VETO), (True, meaning.STRONG_VETO)])
+def test_the_domain_counts_against_the_models_veto_of_a_phrase_match(strong, limit):
+    """A match by phrases that the model scores just under its limit is a mention, unless the belief-state domain
+    is one of the plan's: that is evidence worth the same bonus as when meaning decides ("there is a bug in the
+    notes app" with the bugfix domain); with the domain no nearer than the bonus, the veto stands."""
+    def verdict(total):
+        return meaning.Verdict((meaning.Scores("p", total, "fix the bug in utils.py", 0.5),), model=True,
+                               taught=frozenset({"p"}))
+    just_under = verdict(limit - meaning.BONUS / 2)
+    assert just_under.mention("p", strong=strong)
+    assert not just_under.mention("p", strong=strong, domain_agrees=True)
+    far_under = verdict(limit - meaning.BONUS * 2)
+    assert far_under.mention("p", strong=strong, domain_agrees=True)
+    assert not verdict(limit + 0.01).mention("p", strong=strong)

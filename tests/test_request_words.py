@@ -37,6 +37,15 @@ PLANS = list(load_library_file(str(LIBRARY)).plans.values())
     # a question after a sentence that only sets the scene
     "our team is opening a new branch in Madrid, any ideas for a launch party?",
     "the image is 1.4GB now. what are the usual ways to make images smaller?",
+    # a colleague's work reported by name; "still passing" and "but it works" are no open trouble
+    "priya rebased the payments branch this morning",
+    "Done moving the reports to the archive share, the nightly job still works",
+    "imo the queue consumer doesnt need a rewrite, slow but it works",
+    # a noun made from an order is no order ("migration", "deployment")
+    "status: the deployment of the new dashboard is done, smoke tests green",
+    # a question without its apostrophe; an email to write
+    "whats a reverse proxy and do i need one for docker",
+    "write an email to the team about the merge freeze on friday",
 ])
 def test_a_message_that_asks_for_no_work_now_starts_nothing(message):
     assert request_text(normalise(message)) == ""
@@ -54,6 +63,8 @@ def test_a_message_that_asks_for_no_work_now_starts_nothing(message):
     ("merge conflicts in main after the release, resolve them and merge the branch", "git_merge_pr"),
     ("deleted the wrong folder by accident, bring it back from last night's backup", "file_backup_restore"),
     ("upgraded node last week, now update the npm dependencies and run the tests", "dependency_update"),
+    ("priya rebased the payments branch but it has conflicts now, merge main into it", "git_merge_pr"),
+    ("the tests are still failing after the refactor, fix the bug in parser.py", "bugfix_workflow"),
     # a version or a file name is one word, not two sentences
     ("why does my script crash with IndexError on line 9 of utils/split.py? fix the bug", "bugfix_workflow"),
 ])

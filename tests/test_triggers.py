@@ -78,7 +78,7 @@ def test_the_labelled_set_figures():
     (floors from the measured figures: a change that loses requests or starts plans for small talk fails)."""
     figs = REPORT["figures"]
     assert REPORT["matching"].startswith("by trigger phrases, then by meaning")
-    for split, recall, false in (("tune", 0.95, 5), ("held_out", 0.88, 0), ("fresh", 0.96, 6), ("all", 0.95, 11)):
+    for split, recall, false in (("tune", 0.97, 3), ("held_out", 0.92, 0), ("fresh", 0.97, 6), ("all", 0.97, 9)):
         for key in ("with_domain", "without_domain"):
             assert figs[split][key]["recall"] >= recall, (split, key)
             assert figs[split][key]["false_activations"] <= false, (split, key)
@@ -87,10 +87,10 @@ def test_the_labelled_set_figures():
 
 
 def test_the_named_requests_of_the_issue_start_their_plan_with_and_without_a_domain():
-    """The issue's two examples; the first starts with the tracker's domain, and without one it falls just short
-    (0.18 against 0.25: reported by the command)."""
+    """The issue's two examples (now examples of their plans) and a request asked in other words, with the
+    tracker's domain, without one and with the domain not known yet."""
     for message, plan, domains in [("the tests in test_api.py are red, get them green again", "bugfix_workflow",
-                                    ("bugfix",)),
+                                    ("bugfix", "", None)),
                                    ("upgrade numpy to 2.1 and check nothing broke", "dependency_update",
                                     ("bugfix", "", None)),
                                    (ASKED, "bugfix_workflow", ("bugfix", "", None))]:

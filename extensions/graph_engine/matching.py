@@ -65,7 +65,7 @@ def normalise(message: str) -> str:
 # A sentence (or a clause after "and then", ";", ...) that asks about a topic instead of asking for work.
 _LEAD = r"^(?:(?:hey|hi|ok|okay|so|well|please|quick question|just curious),? )*(?:(?:can|could|would|will) you (?:please )?)?"
 _MENTION = re.compile(_LEAD + r"(?:"
-    r"what(?:'s| is| are| was| were) (?:a|an|the|some)? ?(?!wrong\b|going on\b|happening\b|failing\b|broken\b)"
+    r"what(?:'s|s| is| are| was| were) (?:a|an|the|some)? ?(?!wrong\b|going on\b|happening\b|failing\b|broken\b)"
     r"|what(?:'s| is) the (?:difference|point|purpose|use)\b"
     r"|what (?:does|do|did) .*\b(?:mean|do|does|stand for|contain|include|look like)\b|what makes\b"
     r"|how (?:does|do|did|is|are|can|could|should|would|often|much|many|long) "
@@ -85,7 +85,7 @@ _MENTION = re.compile(_LEAD + r"(?:"
     r"|(?:recommend|suggest)\b|any (?:ideas|tips|suggestions|thoughts|recommendations)\b|(?:difference|differences) between\b|(?:when|which|who) "
     r"|(?:write|compose|make up|give me|tell me|draft) (?:me )?(?:a|an|some|\d+)? ?(?:short |funny |little )?"
     r"(?:poem|story|haiku|song|joke|limerick|essay|rap|sonnet|tweet|blog post|article|quote|riddle|slogan|slide|"
-    r"presentation|letter|memo|speech)s?\b"
+    r"presentation|letter|memo|speech|e-?mail|reply|message|note|announcement|newsletter)s?\b"
     r"|what (?:\w+ ){1,3}(?:exist|are there|are available)\b|what \w+ (?:do|would|should) (?:you|i|we) "
     r"|summari[sz]e (?:this|that|it)\b(?! (?:log|error|output|trace|crash|failure))"
     r"|(?:a|an|some)? ?(?:short |funny |little )?(?:poem|story|haiku|song|joke|limerick|essay|rap|sonnet|riddle)s? "
@@ -110,7 +110,7 @@ _TAG = re.compile(_TAGGED)
 _WORK = (r"(?:fix|touch|chang|run\b|merg|refactor|updat|upgrad|writ|build|deploy|look\b|modify|edit|back(?:up|\b)|"
          r"restor|push|commit|rebuild|install|do\b|creat|start\b|implement|migrat|mov(?:e|ing)\b|copy\b|delet|"
          r"containeri[sz])")  # (whole words where a longer one is no order: "docker", "backend", "startup")
-_NOT_ORDER = (r"(?!\w*(?:ing|ed)\b|ne\b)\w*\b(?![':])"  # "refactoring that code", "pushed it", "done" are none
+_NOT_ORDER = (r"(?!\w*(?:ing|ed|ions?|ments?)\b|ne\b)\w*\b(?![':])"  # "refactoring", "pushed", "migration": none
               r"(?! (?:conflicts?|scripts?|logs?|files?|errors?|jobs?|process|times?)\b)")  # nouns
 _ORDER_FIRST = re.compile(r"^(?:please |pls |plz |can you |could you |can u |could u |would you |i need you to )?(?:" +
                           _WORK + r"|make|ensure|check|get|set|put|bring|split|wire|hook)" + _NOT_ORDER)
@@ -134,8 +134,8 @@ _REPORT = re.compile(r"^(?:fyi|update|status|just so you know|heads[ -]up|for th
                      r"^(?:(?:i|we|he|she|they) )?(?:just |already |finally |also )?(?:(?!\w*eed\b|embed\b|shed\b)\w{2,}ed|"
                      r"went|built|rebuilt|wrote|ran|made|did|took|sent)\b|"
                      r"^(?:i|we)(?:'ve| have)? already\b|\bjust a heads up\b|"
-                     r"^(?:i|we) (?:just |finally )?(?:pushed|merged|fixed|deployed|rebuilt|upgraded|updated|"
-                     r"restored|backed up|refactored|finished|shipped|released)\b|"
+                     r"^(?:i|we|\w+) (?:just |finally |already )?(?:pushed|merged|fixed|deployed|rebuilt|upgraded|"
+                     r"updated|restored|backed up|refactored|finished|shipped|released|rebased)\b|"
                      r"\b(?:landed|shipped|went live|is live) (?:on|last|yesterday|this|today)\b|"
                      r"\b(?:is|are|was|were|'s) (?:now |already |all )?(?:done|finished|sorted|resolved)\b|"
                      r"\bsorted now\b|\ball (?:good|sorted|done) now\b|\bjust wanted to (?:share|let you know|say|tell you)\b|"
@@ -163,7 +163,8 @@ _WANTS = re.compile(r"\b(?:need|want|would like) (?:someone|somebody|you|it|this
 _TROUBLE_WORDS = re.compile(r"\b\w*(?:error|exception)\b|(?<!#)\b[45]\d\d\b|fail|broke|crash|wrong")  # ("#478": an issue)
 _TROUBLE = re.compile(_TROUBLE_WORDS.pattern + r"|n't\b|\bnot\b")
 # a report that goes on or asks is still open
-_OPEN = re.compile(r"\b(?:but|still)\b|\?")
+_OPEN = re.compile(r"\bbut\b(?! (?:it|they|everything) (?:works|work|runs|run)\b)|"
+                   r"\bstill\b(?! (?:all )?(?:pass|passes|passing|green|works|working|good|fine|up)\b)|\?")
 # says no work is needed ("imo the auth module doesn't need refactoring"), unless it names trouble
 _NO_NEED = re.compile(r"\b(?:doesn'?t|don'?t|does not|do not|no) need (?:to be |any |for )?\w+")
 # an order not to do it yet ("don't merge anything into main until after the demo")
@@ -321,7 +322,8 @@ def by_words(found: list[Match], verdict: meaning.Verdict | None) -> list[Match]
     my tomatoes", "I need a backup plan for the garden wedding")."""
     if verdict is not None:
         found = [m for m in found if not verdict.overruled(m.plan.id)
-                 and not verdict.mention(m.plan.id, strong=bool(set(m.hits) & set(m.plan.strong_triggers)))]
+                 and not verdict.mention(m.plan.id, strong=bool(set(m.hits) & set(m.plan.strong_triggers)),
+                                         domain_agrees=bool(m.plan.domains) and m.domain_ok)]
     return sorted(found, key=rank)
 
 
