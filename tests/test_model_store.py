@@ -144,3 +144,21 @@ def test_a_new_process_loads_what_this_one_trained(store):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ),
                          check=True).stdout
     assert out.strip() == "True"
+
+
+def test_only_a_change_to_the_training_code_trains_again():
+    """The store's stamp reads this module's syntax tree without what only decides (``meaning.DECIDES``): a
+    comment, a threshold or the veto's code may change and the stored weights still fit; a change to the
+    training does not keep them."""
+    with open(meaning.__file__, encoding="utf-8") as fh:
+        source = fh.read()
+    stamp = meaning.training_code(source)
+    kept = [source.replace("\nTHRESHOLD = ", "\n# a comment more\nTHRESHOLD = 0.5 + ", 1),
+            source.replace("total < VETO)", "total < VETO - 1)", 1),
+            source.replace("\n\n\nclass Store:", "\n\n\n\nclass Store:", 1)]
+    retrained = [source.replace("TRAIN_STEPS = ", "TRAIN_STEPS = 1 + ", 1),
+                 source.replace("m *= 0.9", "m *= 0.8", 1),
+                 source.replace("ALIGN_FLOOR = ", "ALIGN_FLOOR = 0.1 + ", 1)]
+    assert all(changed != source for changed in kept + retrained)
+    assert [meaning.training_code(changed) == stamp for changed in kept] == [True] * len(kept)
+    assert [meaning.training_code(changed) == stamp for changed in retrained] == [False] * len(retrained)

@@ -682,9 +682,32 @@ def model_of(enc: Encoder, plans: Sequence[PlanVectors]) -> Model:
 STORE_ENV = "GRAPH_ENGINE_MODEL_STORE"
 
 
+# what only decides on a message or keeps the weights, never trains them: a change to these keeps the stored weights
+DECIDES = frozenset({"THRESHOLD", "BONUS", "LIKENESS", "VETO", "STRONG_VETO", "OVERRULE", "MENTION_COSINE",
+                     "NEAR_THRESHOLD", "NEAR_DOMAIN_THRESHOLD", "NEAR_MARGIN", "Verdict", "Index", "index_of", "Store",
+                     "keep_models_in", "store_problem"})
+
+
+def training_code(source: str) -> str:
+    """What of this module's code the trained weights depend on: its syntax tree (so comments and layout do not
+    count) without the top-level definitions named in ``DECIDES``."""
+    import ast
+
+    def decides(node: ast.stmt) -> bool:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+            return node.name in DECIDES
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, ast.AnnAssign) else []
+        return bool(targets) and all(isinstance(t, ast.Name) and t.id in DECIDES for t in targets)
+
+    tree = ast.parse(source)
+    tree.body = [node for node in tree.body if not decides(node)]
+    return ast.dump(tree)
+
+
 class Store:
-    """Trained weights kept on disk, one ``.npz`` file per set of texts, named by a hash of the texts, of this
-    module's code and of the encoder's table (a change to any of them trains again).  The folder:
+    """Trained weights kept on disk, one ``.npz`` file per set of texts, named by a hash of the texts, of the
+    code that trains them (``training_code``) and of the encoder's table (a change to any of them trains again).  The folder:
     ``GRAPH_ENGINE_MODEL_STORE`` when set ("off": none), else the one the runtime names (``<Agent-Zero
     root>/usr/graph_engine/models``), else ``$XDG_CACHE_HOME/graph-engine/models`` (``~/.cache``).  A file that
     cannot be read is ignored (the model is trained and the file written again); a folder that cannot be written
@@ -712,8 +735,8 @@ class Store:
         if folder is None:
             return None
         if self._stamp is None:
-            with open(__file__, "rb") as fh:
-                code = fh.read()
+            with open(__file__, encoding="utf-8") as fh:
+                code = training_code(fh.read()).encode()
             table = enc.unit[:1024].tobytes() + repr(enc.unit.shape).encode()  # (its first rows and its shape)
             self._stamp = hashlib.sha256(code + table).hexdigest()
         name = hashlib.sha256(f"{self._stamp}:{key}".encode()).hexdigest()[:40]
