@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench prompts plugin real-loop real-loop-bench clean
+.PHONY: demo test bench prompts plugin matcher real-loop real-loop-bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed; set PYTHON=python3.11 (or newer)")'
@@ -24,6 +24,11 @@ test: $(STAMP)
 # fixtures/cards/*.txt (review the diff)
 prompts: $(STAMP)
 	$(BIN)/python -m pytest tests/test_prompts.py tests/test_card.py --snapshot-update -q
+
+# learn what matching ships (matching/data/matcher.json) from the bundled library and the labelled set; one
+# thread, so that the same inputs give the same bytes (review and commit the file)
+matcher: $(STAMP)
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/graph-engine build-matcher
 
 # the ZIP that Agent-Zero v1.x's Plugins dialog installs (only what runs inside Agent-Zero); prints its path
 plugin:

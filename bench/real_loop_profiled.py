@@ -95,11 +95,11 @@ def timed_parts(path: str) -> None:
     adapter = importlib.import_module("graph_engine.adapter")
     run_hook = adapter.run_hook
 
-    def timed_hook(agent, loop_data, hook, ext_file, runtime=None):
+    async def timed_hook(agent, loop_data, hook, ext_file, runtime=None):
         spent.clear()
         started = time.perf_counter_ns()
         try:
-            return run_hook(agent, loop_data, hook, ext_file, runtime)
+            return await run_hook(agent, loop_data, hook, ext_file, runtime)
         finally:
             records.append({"hook": hook, "iteration": getattr(loop_data, "iteration", None),
                             "total": time.perf_counter_ns() - started, **spent})

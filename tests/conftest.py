@@ -51,17 +51,12 @@ def fresh_runtime(monkeypatch, tmp_path):
 # passing tests (tmp_path_retention_policy in pyproject.toml); the folder is removed after a clean run.
 
 RUN_TEMP = tempfile.mkdtemp(prefix="graph-engine-tests-")
-# trained matching models, shared by this run's tests and the programs they start (a model of the same texts is
-# trained once per run, not once per process); outside RUN_TEMP, whose emptiness is checked, and removed after
-MODEL_STORE = tempfile.mkdtemp(prefix="graph-engine-models-")
-os.environ.setdefault("GRAPH_ENGINE_MODEL_STORE", MODEL_STORE)
 os.chmod(RUN_TEMP, 0o755)  # the installer tests run a step as an unprivileged user, who must reach their folder
 os.environ["TMPDIR"] = RUN_TEMP
 tempfile.tempdir = RUN_TEMP
 
 
 def pytest_sessionfinish(session, exitstatus):
-    shutil.rmtree(MODEL_STORE, ignore_errors=True)
     if exitstatus != 0:
         sys.stderr.write(f"\nthe test run's temp folder is kept: {RUN_TEMP}\n")
         return

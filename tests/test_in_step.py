@@ -180,7 +180,7 @@ def test_matching_against_the_bundled_library(message, plan):
 
 
 def test_word_boundaries_and_deterministic_ties(monkeypatch, tmp_path):
-    from graph_engine.matching import best_match
+    from graph_engine.matching.decide import best_match
     from graph_engine.model import compile_plan
 
     def plan(pid, triggers):

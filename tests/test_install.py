@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from graph_engine.tools import installer
 from graph_engine.tools.standin import FIXTURES, ROOT, SELECTOR, WARM_UP
 
 SCRIPT = ROOT / "install_graph_engine.sh"
@@ -93,8 +94,10 @@ def test_old_layout_with_the_linear_selector_install_again_and_uninstall(tmp_pat
     assert (root / "python" / "extensions" / "agent_init" / WARM_UP.name).read_bytes() == WARM_UP.read_bytes()
     installed = root / "python" / "extensions" / "graph_engine"
     runtime = ROOT / "extensions" / "graph_engine"
-    # exactly the runtime package's own modules reach Agent-Zero; its tools/ subpackage stays out
-    assert sorted(p.name for p in installed.iterdir()) == sorted(p.name for p in runtime.glob("*.py"))
+    # exactly the runtime package reaches Agent-Zero (its modules, subpackages and their data); tools/ stays out
+    assert sorted(p.relative_to(installed).as_posix() for p in installed.rglob("*") if p.is_file()) == \
+        sorted(p.relative_to(runtime).as_posix() for p in installer.runtime_files())
+    assert not (installed / "tools").exists() and (installed / "matching" / "data" / "matcher.json").is_file()
     assert all((installed / p.name).read_bytes() == p.read_bytes() for p in runtime.glob("*.py"))
     assert json.loads((hook / "htn_plan_library.json").read_text())["_meta"]["version"].startswith("2.")
     # verified the way Agent-Zero loads extension files, library included

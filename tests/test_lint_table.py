@@ -133,11 +133,11 @@ TABLE["edge_target_exists"] = (
 TABLE["duplicate_trigger"] = (
     ("json", {"plans": {"p": _json_plan(), "q": _json_plan()}}),
     ("json", {"plans": {"p": _json_plan(), "q": dict(_json_plan(), triggers=["lint you"])}}))
-TABLE["example_routing"] = (  # a not-example that a strong phrase starts; the near miss asks about linting
-    ("json", {"plans": {"p": dict(_json_plan(), strong_triggers=["lint it now"], examples=["lint me now"],
-                                  not_examples=["never lint it now"])}}),
-    ("json", {"plans": {"p": dict(_json_plan(), strong_triggers=["lint it now"], examples=["lint me now"],
-                                  not_examples=["what is a linter?"])}}))
+TABLE["example_routing"] = (  # an example that another plan's strong phrase claims; the near miss names no phrase
+    ("json", {"plans": {"p": dict(_json_plan(), examples=["lint me now", "please ship it to staging"]),
+                        "q": dict(_json_plan(), name="Q", triggers=[], strong_triggers=["ship it"])}}),
+    ("json", {"plans": {"p": dict(_json_plan(), examples=["lint me now", "please lint the staging code"]),
+                        "q": dict(_json_plan(), name="Q", triggers=[], strong_triggers=["ship it"])}}))
 TABLE["duplicate_plan"] = (("folder", {"plans": {"p": _json_plan()}}, dot()),
                            ("folder", {"plans": {"q": dict(_json_plan(), triggers=["other words"])}}, dot()))
 

@@ -6,7 +6,8 @@ are not in the labelled set."""
 import pytest
 
 from graph_engine.library import load_library_file
-from graph_engine.matching import asks_no_work, best_match, normalise, request_text
+from graph_engine.matching.decide import best_match
+from graph_engine.matching.words import asks_no_work, normalise, request_text
 from graph_engine.tools.standin import LIBRARY
 
 PLANS = list(load_library_file(str(LIBRARY)).plans.values())

@@ -16,7 +16,11 @@ this pack are timed per call.
     python -m graph_engine.a0driver --a0-root DIR --script SCRIPT.json --out RESULT.json
 SCRIPT.json: {"replies": [...],
               "turns": [{"user": "text"} | {"nudge": true} | {"load": CHAT_ID} | {"wait": SECONDS}],
-              "context_window": TOKENS, "utility_reply": "text", "timeout": SECONDS per turn (all optional)}
+              "context_window": TOKENS, "utility_reply": "text", "timeout": SECONDS per turn,
+              "utility_rules": [{"marker": "text in the call", "reply": "text", "delay": SECONDS,
+                                 "raise": "message"}]  (all optional)}
+A utility call whose messages hold a rule's marker is answered by that rule (the first that fits: after
+``delay`` seconds, its ``reply``, or an exception with the ``raise`` message); any other by ``utility_reply``.
 """
 
 import argparse
@@ -38,13 +42,23 @@ NUDGE_TEXT = "Nudged - continue"
 class Script:
     """The scripted model: hands out the chat replies in order and records what each call received."""
 
-    def __init__(self, replies: list[str], utility_reply: str = "[]"):
+    def __init__(self, replies: list[str], utility_reply: str = "[]", utility_rules: list[dict] | None = None):
         self.replies = list(replies)
         self.utility_reply = utility_reply
+        self.utility_rules = list(utility_rules or [])
+        self.utility_asked: list[dict] = []  # the utility calls a rule answered: {"marker", "at"}
         self.calls: list[dict] = []   # chat calls: {"messages": [{"role", "content"}], "reply", "at"}
         self.utility_calls = 0
         self.overrun = 0              # chat calls after the script ran out (answered with a final response)
         self.hung = threading.Event()
+
+    def utility_rule(self, messages: list) -> dict | None:
+        text = "\n".join(m["content"] for m in _plain(messages))
+        for rule in self.utility_rules:
+            if rule.get("marker", "\0") in text:
+                self.utility_asked.append({"marker": rule["marker"], "at": time.perf_counter()})
+                return rule
+        return None
 
     def chat(self, messages: list) -> str:
         if self.replies:
@@ -149,6 +163,14 @@ class Session:
             else:
                 script.utility_calls += 1
                 reply = script.utility_reply
+                rule = script.utility_rule(kwargs.get("messages"))
+                if rule is not None:
+                    if rule.get("delay"):
+                        import asyncio
+                        await asyncio.sleep(float(rule["delay"]))
+                    if rule.get("raise"):
+                        raise RuntimeError(rule["raise"])
+                    reply = rule.get("reply", reply)
             for key in ("api_key", "api_base", "base_url"):
                 kwargs.pop(key, None)
             return await real(*args, mock_response=reply, **kwargs)
@@ -281,6 +303,7 @@ class Session:
 
 def _result(session: Session, chat_id: str, outcome: list, waited: list) -> dict:
     return {"chat_id": chat_id, "calls": session.script.calls, "utility_calls": session.script.utility_calls,
+            "utility_asked": session.script.utility_asked,
             "overrun": session.script.overrun, "timings": session.timings, "outcomes": outcome,
             "hung": session.script.hung.is_set(), "waited": waited, "sent": session.sent}
 
@@ -301,8 +324,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     spec = json.loads(Path(args.script).read_text())
     out = Path(args.out).resolve()
-    session = Session(args.a0_root, Script(spec.get("replies", []), spec.get("utility_reply", "[]")),
-                      context_window=spec.get("context_window"))
+    session = Session(args.a0_root, Script(spec.get("replies", []), spec.get("utility_reply", "[]"),
+                                           spec.get("utility_rules")), context_window=spec.get("context_window"))
     chat_id, outcomes, waited = "", [], []
     for turn in spec.get("turns", []):
         if "load" in turn:

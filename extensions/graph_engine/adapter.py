@@ -6,6 +6,7 @@ one log line naming what failed and where, and the agent's loop goes on.
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import contextvars
 import json
@@ -20,11 +21,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import card, control, engine, meaning, render, settings
+from . import asking, card, control, engine, render, settings
 from .audit import AuditLog, read_checkpoint, read_lines, runs_dir
 from .catalogue import LibraryCache
 from .history import (CallOutput, from_framework, new_intervention, newest_call_output, reply_before_user_message,
                       user_words)
+from .matching import second
 from .model import Plan
 from .plain import as_text
 from .reading import read_regular
@@ -61,7 +63,6 @@ class Runtime:
         self.message_words: tuple[Any, str] = (None, "")  # the last user message object read and its words
         self.control_words: tuple[Any, bool] = (None, False)  # the last words read as a control, or not
         self.audit = AuditLog(runs_dir(a0_root))
-        meaning.keep_models_in(os.path.join(a0_root, "usr", "graph_engine", "models"))  # a restart loads, not trains
         self.warming = threading.Lock()  # held by the warm-up thread while it loads the library: a pass waits
         self.held: list[str] = []  # problem lines the warm-up's load found, said by the next pass
 
@@ -121,9 +122,10 @@ def runtime_for(ext_file: str, cfg: settings.Settings = settings.DEFAULTS) -> Ru
     return rt
 
 
-def run_hook(agent: Any, loop_data: Any, hook: str, ext_file: str, runtime: Runtime | None = None) -> None:
-    """One hook call from an extension file.  Never raises: a fault in reading the settings or finding the
-    runtime is caught like one in the engine."""
+async def run_hook(agent: Any, loop_data: Any, hook: str, ext_file: str, runtime: Runtime | None = None) -> None:
+    """One hook call from an extension file.  Never raises (but for the task's own cancellation): a fault in
+    reading the settings or finding the runtime is caught like one in the engine.  The only wait is the utility
+    model's answer, for a new message the local matching cannot settle, bounded by the settings' timeout."""
     rt, token = runtime, None
     try:
         if _companion_handled(agent, loop_data, hook):
@@ -134,7 +136,15 @@ def run_hook(agent: Any, loop_data: Any, hook: str, ext_file: str, runtime: Runt
         rt = runtime or runtime_for(ext_file, cfg)
         for line in cfg.problems:
             _log_once(rt, agent, "warning", line)
-        _run(rt, agent, loop_data, hook)
+        prepared = _prepare(rt, agent, loop_data, hook, cfg)
+        if prepared is None:
+            return
+        if prepared.question is not None:
+            prepared.obs.match = await asking.ask(agent, prepared.question, cfg.utility_timeout,
+                                                  lambda level, text: _log(agent, level, text))
+        _step(rt, agent, loop_data, hook, prepared)
+    except asyncio.CancelledError:
+        raise
     except Exception as exc:  # noqa: BLE001 - the agent's loop must go on
         frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
         where = f"{Path(frame.filename).name}:{frame.lineno}" if frame else "?"
@@ -179,7 +189,17 @@ def warm_up(agent: Any, ext_file: str) -> None:
                   "loads the plan library instead. Please report it", key=f"warm-up:{type(exc).__name__}")
 
 
-def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
+class _Pass:
+    """What a hook call read before the step: the library, the state to run, the observation, and the question
+    for the utility model (None: none)."""
+
+    __slots__ = ("library", "state", "obs", "question")
+
+    def __init__(self, library: Any, state: dict | None, obs: engine.Observation, question: Any) -> None:
+        self.library, self.state, self.obs, self.question = library, state, obs, question
+
+
+def _prepare(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: settings.Settings) -> _Pass | None:
     with rt.warming:  # the warm-up thread is loading the library: this pass waits for it
         library, problems = rt.library.refresh()
     if rt.held:
@@ -202,24 +222,34 @@ def _run(rt: Runtime, agent: Any, loop_data: Any, hook: str) -> None:
         if restored:
             raw_state = _newest_record(rt, agent, raw_state)
     if raw_state is None and not _may_start(rt, library, loop_data):
-        return  # no run, and no user message that could start one: nothing can happen in this pass
-    problems: list[str] = []
+        return None  # no run, and no user message that could start one: nothing can happen in this pass
+    problems = []
     obs = observe(agent, loop_data, hook, raw_state, problems)
     for line in problems:
         _log_once(rt, agent, "warning", line)
     if _ended_this_pass(raw_state, obs):
-        return  # an escalated run stays readable for the rest of the pass in which it ended
+        return None  # an escalated run stays readable for the rest of the pass in which it ended
     source = f"the chat's saved {DATA_KEY}" if restored else f"agent.{STATE_ATTR}"
     state = _usable_state(rt, agent, raw_state, obs, source)
     if state is not None and restored:
         state = _resume(rt, agent, state)
-    plans = library if library is not None else ()  # a catalogue: matched through its trigger index
-    new_state, fx = engine.step(plans, rt.lookup, state, obs)
+    question = None
+    if obs.user_message.strip() and obs.control_seen != obs.message_id and library is not None:
+        obs.matched = True
+        obs.match, question = asking.match_message(
+            library, agent, obs.user_message, obs.message_id, obs.domain if obs.domain_known else None,
+            obs.allowed_plans, state is not None, cfg.utility_model)
+    return _Pass(library, state, obs, question)
+
+
+def _step(rt: Runtime, agent: Any, loop_data: Any, hook: str, p: _Pass) -> None:
+    plans = p.library if p.library is not None else ()  # a catalogue: matched through its trigger index
+    new_state, fx = engine.step(plans, rt.lookup, p.state, p.obs)
     if fx.control:  # decided once: the other hook of this pass leaves the message alone
-        setattr(agent, CONTROL_ATTR, obs.message_id)
+        setattr(agent, CONTROL_ATTR, p.obs.message_id)
     _apply(rt, agent, loop_data, new_state, fx)
     if hook == engine.PROMPTS_AFTER:
-        setattr(agent, COMPANION_ATTR, (obs.monologue, obs.iteration))
+        setattr(agent, COMPANION_ATTR, (p.obs.monologue, p.obs.iteration))
 
 
 def _may_start(rt: Runtime, library: Any, loop_data: Any) -> bool:
@@ -234,7 +264,7 @@ def _may_start(rt: Runtime, library: Any, loop_data: Any) -> bool:
         if seen[0] is not message:  # other chats may replace it meanwhile
             seen = rt.message_words = (message, user_words(message))
         words = seen[1]
-    return bool(words) and (library.may_start(words) or _is_control(rt, words))
+    return bool(words) and (library.may_start(words) or _is_control(rt, words) or not second.reads_as_english(words))
 
 
 def _is_control(rt: Runtime, words: str) -> bool:

@@ -26,12 +26,13 @@ import time
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
-from . import meaning
 from .library import (Checked, Library, _problem_lines, check_document, check_plan, document_problems, dot_files,
                       json_error, library_meta, library_schema, load_library_file, read_library)
 from .lint import ERROR, Diagnostic, cross_plan_triggers, example_routing, shared_trigger
-from .matching import (Indexed, Match, TriggerIndex, allowed, by_meaning, by_words, normalise, phrase_start, rank,
-                       request_text, score_plan, trigger_hits)
+from .matching import decide, shipped, vectors
+from .matching.decide import Verdict, by_meaning, by_words
+from .matching.nearness import own_texts
+from .matching.words import Match, TriggerIndex, allowed, normalise, phrase_start, request_text, score_plan, trigger_hits
 from .model import DEFAULT_THRESHOLD, Plan
 from .prefilter import prepare as prepare_pattern
 from .reading import decode_text, scan_document, scan_value
@@ -48,14 +49,15 @@ class Head:
     """What matching reads of a plan not checked yet, taken from its JSON as compiling would take it."""
 
     __slots__ = ("id", "triggers", "strong_triggers", "domains", "trigger_threshold", "name", "examples",
-                 "not_examples")
+                 "not_examples", "description", "step_texts")
 
     def __init__(self, plan_id: str, triggers: tuple[str, ...], strong: tuple[str, ...], domains: tuple[str, ...],
-                 threshold: int, name: str = "", examples: tuple[str, ...] = (),
-                 not_examples: tuple[str, ...] = ()) -> None:
+                 threshold: int, name: str = "", examples: tuple[str, ...] = (), not_examples: tuple[str, ...] = (),
+                 description: str = "", step_texts: tuple[str, ...] = ()) -> None:
         self.id, self.triggers, self.strong_triggers = plan_id, triggers, strong
         self.domains, self.trigger_threshold = domains, threshold
         self.name, self.examples, self.not_examples = name or plan_id, examples, not_examples
+        self.description, self.step_texts = description, step_texts
 
     @classmethod
     def of(cls, plan_id: str, raw: Any) -> Head | None:
@@ -65,19 +67,54 @@ class Head:
         weak, strong, domains, examples, nots = (raw.get(key, []) for key in (
             "triggers", "strong_triggers", "domains", "examples", "not_examples"))
         threshold, name = raw.get("trigger_threshold", DEFAULT_THRESHOLD), raw.get("name", plan_id)
+        description = raw.get("description", "")
         if type(weak) is not list or type(strong) is not list or type(domains) is not list or \
                 type(threshold) is not int or type(examples) is not list or type(nots) is not list or \
-                type(name) is not str:
+                type(name) is not str or type(description) is not str:
             return None
         try:  # every item text (join refuses anything else, at C speed)
             "".join(weak), "".join(strong), "".join(domains), "".join(examples), "".join(nots)
         except TypeError:
             return None
         return cls(plan_id, tuple(t.lower().strip() for t in weak), tuple(t.lower().strip() for t in strong),
-                   tuple(domains), threshold, name.strip(), tuple(examples), tuple(nots))
+                   tuple(domains), threshold, name.strip(), tuple(examples), tuple(nots), description.strip(),
+                   _step_texts(raw))
 
 
-class Catalogue(Indexed):
+def _step_texts(raw: dict) -> tuple[str, ...]:
+    """The names and actions of a plan's steps, read from its JSON as compiling reads them (texts only)."""
+    graph = raw.get("graph")
+    nodes = graph.get("nodes") if isinstance(graph, dict) else None
+    specs = [n for n in nodes.values() if isinstance(n, dict) and n.get("type", "task") in ("task", "human")] \
+        if isinstance(nodes, dict) else [s for s in raw.get("steps", []) if isinstance(s, dict)] \
+        if isinstance(raw.get("steps"), list) else []
+    out = []
+    for spec in specs:
+        name, action = spec.get("name", ""), spec.get("action", "")
+        if isinstance(name, str) and isinstance(action, str) and name:
+            out.append(f"{name}: {action}" if action else name)
+    return tuple(out)
+
+
+def matching_texts(plan: Any) -> tuple:
+    """What meaning reads of a plan (its index is rebuilt when these change)."""
+    return (own_texts(plan), tuple(getattr(plan, "examples", ())), tuple(getattr(plan, "not_examples", ())),
+            tuple(getattr(plan, "domains", ())))
+
+
+class Judgement:
+    """What matching found for one message: the match (None: no plan), the meaning verdict it read (None: meaning
+    was not ready or is off), the request text, and why meaning was not read ("" when it was)."""
+
+    __slots__ = ("match", "verdict", "text", "not_ready", "work")
+
+    def __init__(self, match: Match | None, verdict: Verdict | None, text: str, not_ready: str = "",
+                 work: float | None = None) -> None:
+        self.match, self.verdict, self.text, self.not_ready = match, verdict, text, not_ready
+        self.work = work  # how much it reads as asking for work (the gate; None: not known yet)
+
+
+class Catalogue:
     """The library's plans for matching and lookup; ``get`` compiles a plan on first use."""
 
     def __init__(self, path: str, meta: Mapping[str, Any], raws: dict[str, Any], top: list[Diagnostic],
@@ -89,11 +126,13 @@ class Catalogue(Indexed):
         self.checked: dict[str, Checked] = {}
         self.heads: dict[str, Any] = {}  # plan id -> what matching reads (the compiled plan once checked)
         self.index = TriggerIndex()
-        self._meaning: meaning.Index | None = None  # built when a message first needs it
+        self._meaning: decide.Index | None = None  # built off the pass (a thread), never in one
+        self._stale: decide.Index | None = None  # the index of the library before an edit, used meanwhile
         self._building = False  # a thread is building it
         self._built = threading.Event()  # set when a thread's build ended (built, or failed)
-        self._meaning_failed = False  # building it raised: phrases alone from then on (said once)
-        self._texts: dict[str, tuple] = {}  # plan id -> the texts its meaning vectors come from
+        self._meaning_off = ""  # why meaning cannot be built (no wordllama, a damaged shipped file)
+        self._texts: dict[str, tuple] = {}  # plan id -> the texts meaning reads of it
+        self._generation = 0  # raised when a plan's texts change: an index built before it is stale
         self._starts_nothing: str | None = None  # the last message found to start no plan
         self._owners: dict[str, list[str]] = {}  # after settling: trigger phrase -> plans listing it, file order
         self._phrases: dict[str, tuple[str, ...]] = {}  # ... and plan id -> its phrases
@@ -123,10 +162,12 @@ class Catalogue(Indexed):
         return cat
 
     def _file(self, pid: str, head: Any) -> None:
-        texts = meaning.plan_texts(head) if head is not None else None
+        texts = matching_texts(head) if head is not None else None
         if texts is not None and self._texts.get(pid) != texts:  # compiling changes no text: the index stays
-            self._meaning = None  # (a thread building the old one still finishes; the next need rebuilds)
+            if self._meaning is not None:
+                self._stale, self._meaning = self._meaning, None  # used until the new one is built
             self._texts[pid] = texts  # a plan found broken stays in the index, passed over (``_usable``)
+            self._generation += 1
         if head is None:
             self.heads.pop(pid, None)
             self.index.remove(pid)
@@ -134,6 +175,11 @@ class Catalogue(Indexed):
         self.heads[pid] = head
         self._starts_nothing = None  # a plan filed or filed again may match it
         self.index.add(pid, head.triggers + head.strong_triggers)
+
+    def inherit(self, previous: Catalogue) -> None:
+        """A new load of the same library: the previous one's meaning index serves until this one's is built."""
+        if self._meaning is None:
+            self._stale = previous._meaning or previous._stale
 
     # ── use ─────────────────────────────────────────────────────────────────
 
@@ -146,24 +192,43 @@ class Catalogue(Indexed):
             done = self._check(plan_id)
         return done.plan if done.usable else None
 
-    def best(self, text: str, domain: str | None, allowed_plans: Sequence[str] | None) -> Match | None:
+    def judge(self, message: str, domain: str | None, allowed_plans: Sequence[str] | None) -> Judgement:
+        """The plan a message starts (``domain`` None: not known yet, so only a decisive match), by its phrases,
+        then by meaning when the index is ready (a pass never waits for it: until it is, phrases alone)."""
+        started = time.perf_counter()
+        text = request_text(normalise(message))
+        if not text:
+            return Judgement(None, None, text)
+        index, not_ready = self.meaning_index()
         heads = self.heads
         candidates = self.index.candidates(text)
         found = [m for pid in candidates if allowed(pid, allowed_plans) and (m := score_plan(heads[pid], text, domain))]
-        index = self.meaning_index()
-        kept = by_words(found, index.verdict(text, allowed_plans, full=True) if found and index is not None else None)
-        for m in kept:
+        verdict = index.verdict(text, allowed_plans) if index is not None else None
+        match = None
+        for m in by_words(found, verdict):
             plan = self.get(m.plan.id)  # a plan with an error is skipped, as a full load leaves it out
             if plan is not None:
-                return m if m.plan is plan else replace(m, plan=plan)
-        dropped = {m.plan.id for m in found} - {m.plan.id for m in kept}  # mentions: meaning does not start them
-        named = [pid for pid in candidates if trigger_hits(heads[pid].triggers + heads[pid].strong_triggers, text)]
-        m = by_meaning(index, self._head, text, domain, allowed_plans, named,
-                       (lambda pid: pid not in dropped and self._usable(pid)) if dropped else self._usable)
-        plan = self.get(m.plan.id) if m is not None else None
-        if plan is None:
-            return None
-        return m if m.plan is plan else replace(m, plan=plan)
+                match = m if m.plan is plan else replace(m, plan=plan)
+                break
+        if match is None:
+            dropped = {m.plan.id for m in found}  # phrases that did not decide: meaning does not start them either
+            named = [pid for pid in candidates if trigger_hits(heads[pid].triggers + heads[pid].strong_triggers, text)]
+            for _ in range(4):  # a winner found broken when it is checked now is passed over
+                m = by_meaning(verdict, self._head, domain, named,
+                               lambda pid: pid not in dropped and self._usable(pid))
+                plan = self.get(m.plan.id) if m is not None else None
+                if m is None or plan is not None:
+                    break
+            match = None if plan is None else m if m.plan is plan else replace(m, plan=plan)
+        if match is not None:
+            match = replace(match, cost_ms=round((time.perf_counter() - started) * 1000, 2))
+        work = verdict.work if verdict is not None else None
+        if work is None and (ship := shipped.loaded()) is not None:
+            work = ship.gate.logit(text)  # hashed words: no meaning model needed
+        return Judgement(match, verdict, text, not_ready, work)
+
+    def best(self, message: str, domain: str | None, allowed_plans: Sequence[str] | None) -> Match | None:
+        return self.judge(message, domain, allowed_plans).match
 
     def _usable(self, pid: str) -> bool:
         return pid in self.heads and (pid not in self.checked or self.checked[pid].usable)
@@ -172,88 +237,105 @@ class Catalogue(Indexed):
         head = self.heads.get(pid)
         return head if head is not None else Head(pid, (), (), (), DEFAULT_THRESHOLD)
 
-    def meaning_index(self, wait: bool | None = None) -> meaning.Index | None:
-        """The plans' vectors for matching by meaning: built when first needed and again after a plan's texts
-        changed (each plan's vectors are kept by content, so only a changed plan is embedded again); None
-        without the model (one log line says so, once).  ``wait`` (default: for a library checked whole,
-        which is small) builds it now, loading the model on first use in the process (about a second);
-        otherwise a thread builds it and the message is matched by its phrases alone meanwhile."""
+    def meaning_index(self, wait: bool = False) -> tuple[decide.Index | None, str]:
+        """The index for matching by meaning, and why there is none ("" when there is).  A pass never waits: while
+        a thread builds it (the first time, and after an edit), the previous index serves when there is one,
+        else none.  ``wait``: build it now (the warm-up thread and the command line)."""
         found = self._meaning
-        if found is not None or self._meaning_failed:
-            return found
-        if not (self._whole is not None if wait is None else wait):
-            if not self._building:
-                self._building = True
-                threading.Thread(target=self._build_meaning, name="graph-engine-meaning", daemon=True).start()
-            return None
-        if self._building:
-            self._built.wait()  # a thread builds the same index (the warm-up's): waited for, not built twice
-            return self._meaning
-        return self._embed()
+        if found is not None:
+            return found, ""
+        if self._meaning_off:
+            return None, self._meaning_off
+        if wait:
+            if self._building:
+                self._built.wait()
+                return self._meaning, self._meaning_off
+            return self._embed(), self._meaning_off
+        if not self._building:
+            self._start_building()
+        stale = self._stale
+        return stale, "" if stale is not None else ("the meaning model is loading" if vectors.loading() or
+                                                     vectors.encoder(wait=False) is None else
+                                                     "the plans' texts are being read")
 
-    def _embed(self) -> meaning.Index | None:
-        enc = meaning.encoder()
-        if enc is None:
-            if meaning.say_once():
-                with self._lock:
-                    self._new.append(meaning.unavailable())
-            return None
-        try:
-            built = meaning.Index(enc, list(self.heads.values()))  # outside the lock: embedding takes a while
-        except Exception as exc:  # noqa: BLE001 - matching by phrases goes on; said once in the agent's log
-            with self._lock:
-                if not self._meaning_failed:
-                    self._meaning_failed = True
-                    self._build_failed(exc)
-            return None
+    def _start_building(self) -> None:
         with self._lock:
-            self._new.extend(meaning.store_problem())
-            if self._meaning is None:
-                self._meaning = built
-            return self._meaning
+            if self._building or self._meaning is not None:
+                return
+            self._building = True
+            self._built.clear()
+        threading.Thread(target=self._build_meaning, name="graph-engine-meaning", daemon=True).start()
+
+    def _embed(self) -> decide.Index | None:
+        enc = vectors.encoder()
+        if enc is None:
+            return self._off(vectors.unavailable())
+        ship, problem = shipped.load(enc.np)
+        if ship is None:
+            return self._off(problem)
+        with self._lock:
+            heads, generation = list(self.heads.values()), self._generation
+        try:
+            built = decide.index_of(enc, heads, ship)  # outside the lock: embedding takes a while
+        except Exception as exc:  # noqa: BLE001 - matching by phrases goes on; said once in the agent's log
+            return self._off(f"{self.path}: preparing to match requests by meaning failed ({type(exc).__name__}: "
+                             f"{exc}); messages are matched by their phrases and the utility model. Please report it")
+        with self._lock:
+            if self._meaning is None and generation == self._generation:  # no text changed meanwhile
+                self._meaning, self._stale = built, None
+            return built
+
+    def _off(self, why: str) -> None:
+        with self._lock:
+            if not self._meaning_off:
+                self._meaning_off = why
+                self._new.append(why)
+        return None
 
     def _build_meaning(self, routing: bool = False) -> None:
-        """In a thread: build the meaning index; ``routing``: then report the examples that do not route (a
-        library checked whole; for a large one, `graph-engine validate` reports them).  A pass waiting for
-        the index waits for the build only, not for the report."""
+        """In a thread: build the meaning index (again, when the plans' texts changed meanwhile); ``routing``: then
+        report the examples that do not route (a library checked whole; for a large one, `graph-engine validate`
+        reports them)."""
         index = None
         try:
-            if not routing:  # asked for by a message's match: the pass that asked goes first
-                time.sleep(BACKGROUND_DELAY)
-            index = self._meaning or (None if self._meaning_failed else self._embed())
+            for _ in range(3):
+                index = self._embed()
+                if index is None or self._meaning is index:
+                    break
         except Exception as exc:  # noqa: BLE001 - said in the agent's log by the next pass, never lost
-            self._build_failed(exc)
+            self._off(f"{self.path}: preparing to match requests by meaning failed ({type(exc).__name__}: {exc}); "
+                      "messages are matched by their phrases and the utility model. Please report it")
         finally:
             self._building = False
             self._built.set()
         if routing and index is not None and self._whole is not None:
             try:
-                found = example_routing(self._whole.plans.values())
+                found = example_routing(self._whole.plans.values(), index)
             except Exception as exc:  # noqa: BLE001 - as above
-                self._build_failed(exc)
+                self._off(f"{self.path}: checking the examples failed ({type(exc).__name__}: {exc}); please report it")
                 return
             with self._lock:
                 self._new.extend(_problem_lines(self.path, found))
 
-    def _build_failed(self, exc: Exception) -> None:
-        with self._lock:
-            self._new.append(f"{self.path}: preparing to match requests by meaning failed "
-                             f"({type(exc).__name__}: {exc}); messages are matched by their phrases. "
-                             "Please report it")
-
     def may_start(self, message: str) -> bool:
-        """Whether any plan's trigger phrase is in the message's request text (the words ``best`` scores):
-        False means ``best`` matches nothing, whatever the domain and the org filter.  A quick test before
-        the full observation of a pass that has no run (most messages name no plan)."""
+        """Whether the message may start a plan: a trigger phrase is in its request text, or meaning finds a plan
+        near it, or meaning is not ready (the utility model may be asked).  False means ``judge`` matches
+        nothing, whatever the domain and the org filter: a quick test before the full observation of a pass that
+        has no run (most messages name no plan)."""
         if message == self._starts_nothing:  # both hooks of a pass ask about the same message
             return False
         text = request_text(normalise(message))
+        if not text:
+            self._starts_nothing = message
+            return False
         heads = self.heads
-        if text and any(phrase_start(t, text) >= 0 for pid in self.index.candidates(text)
-                        for t in heads[pid].triggers + heads[pid].strong_triggers if t):
+        if any(phrase_start(t, text) >= 0 for pid in self.index.candidates(text)
+               for t in heads[pid].triggers + heads[pid].strong_triggers if t):
             return True
-        index = self.meaning_index() if text else None
-        if index is not None and index.verdict(text, named=False).may_win(named=False):  # no phrase is in it
+        index, not_ready = self.meaning_index()
+        if index is None:
+            return bool(not_ready) and not self._meaning_off  # loading: the utility model may decide
+        if index.verdict(text).may_win(named=False):
             return True
         self._starts_nothing = message
         return False
@@ -349,23 +431,26 @@ class Catalogue(Indexed):
         """What the first messages would otherwise do in their passes, done now (the engine's warm-up thread,
         before the chat's first message): every checked plan's check patterns compiled for the time-bounded
         search, and the index for matching by meaning built, as the first message of a library checked whole
-        would build it (``meaning_index``: a pass that asks meanwhile waits for this build)."""
+        would build it (a pass that comes meanwhile does not wait: it decides by phrases)."""
         for checked in list(self.checked.values()):
             for node in checked.plan.nodes.values() if checked.plan is not None else ():
                 check = node.verify
                 for pattern in (check.pattern, check.fail_pattern, check.capture_pattern) if check else ():
                     if pattern is not None:
                         prepare_pattern(pattern)
-        if self._whole is not None:
-            self.meaning_index(wait=True)
+        self.meaning_index(wait=True)
 
     def start(self) -> None:
         """Check the rest in a background thread (a daemon: it never holds Agent-Zero's exit), after
         BACKGROUND_DELAY: the pass that loaded the library matches its message first, undisturbed."""
         if not self.settled:
             threading.Thread(target=self._background, name="graph-engine-library", daemon=True).start()
-        elif self._meaning is None and not self._building:  # checked whole: the index and the examples' check
-            self._building = True
+        elif self._meaning is None:  # checked whole: the index and the examples' check
+            with self._lock:
+                if self._building:
+                    return
+                self._building = True
+                self._built.clear()
             threading.Thread(target=self._build_meaning, args=(True,), name="graph-engine-meaning",
                              daemon=True).start()
 
@@ -596,6 +681,7 @@ class LibraryCache:
         self.recovered, self.failing = self.failing, False
         if self.current is not None and cat is not self.current:
             self._remember(p.plan for p in self.current.checked.values() if p.plan is not None)
+            cat.inherit(self.current)
         self._remember(cat.replaced)
         cat.replaced = []
         self.current = cat

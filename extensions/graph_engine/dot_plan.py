@@ -30,7 +30,7 @@ OUR_NODE_KEYS = ("label", "prompt", "tool", "tool_hint", "max_retries", "pace_le
                  "human.default_choice", "allow_partial", "human.timeout_turns")
 GRAPH_PLAN_KEYS = {"triggers": "list", "strong_triggers": "list", "domains": "list", "trigger_threshold": "int",
                    "stale_after_turns": "int", "max_turns": "int", "description": "str", "retry_target": "str",
-                   "fallback_retry_target": "str"}
+                   "fallback_retry_target": "str", "examples": "lines", "not_examples": "lines"}
 # rules the DOT lint (dot_spec.lint_graph) decides on the graph as written: the plan lint's findings of these
 # ids on a DOT plan would say the same thing again (or something the mapping made up, such as a start node)
 DOT_OWNED_RULES = frozenset({"start_node", "terminal_node", "reachability", "edge_target_exists",
@@ -146,6 +146,8 @@ def _plan_value(key: str, value: Value) -> Any:
     kind = GRAPH_PLAN_KEYS[key]
     if kind == "list":
         return [p.strip() for p in str(value).split(",") if p.strip()]
+    if kind == "lines":  # one text a line: examples hold commas
+        return [line.strip() for line in str(value).splitlines() if line.strip()]
     return value if kind == "int" else str(value)
 
 
@@ -211,6 +213,10 @@ def to_dot(plan_id: str, raw: dict[str, Any], highlight: dict[str, Any] | None =
     for key in ("trigger_threshold", "stale_after_turns", "max_turns", "retry_target", "fallback_retry_target"):
         if key in raw:
             gattrs.append((key, raw[key]))
+    for key in ("examples", "not_examples"):  # one a line
+        texts = [" ".join(t.split()) for t in raw.get(key, []) if isinstance(t, str) and t.strip()]
+        if texts:
+            gattrs.append((key, "\n".join(texts)))
     start = raw["graph"]["start"]
     if raw["graph"]["nodes"].get(start, {}).get("type", "task") != "start":
         gattrs.append(("start", start))  # the run begins at a node that is not a start node

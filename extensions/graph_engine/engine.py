@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from . import control, render
 from .history import CallOutput
-from .matching import Match, allowed, best_match, domain_leaves_plan, is_continuation, names_plan
+from .matching.words import Match, allowed, domain_leaves_plan, is_continuation, names_plan
 from .model import Edge, Node, Plan
 from .lint import reachable
 from .state import (MAX_CONSUMED, MAX_CONTEXT_KEYS, MAX_GATE_JUMPS, emit, new_state, push_path, record_shown,
@@ -69,6 +69,8 @@ class Observation:
     pace_level: str = ""  # the org kernel's PACE level as read at the start of this pass
     control_seen: str = ""  # the message (``message_id``) an earlier hook call of this pass took as a control
     now: float = 0.0  # seconds since the epoch, for human gates with a timeout (0: the time is not known)
+    matched: bool = False  # the host matched the new message for this hook call (``match``, None: no plan)
+    match: Match | None = None
 
     @property
     def pass_key(self) -> str:
@@ -649,7 +651,7 @@ def decide(plans: Iterable[Plan], run: Run | None, obs: Observation) -> Decision
         return Decision("answer")
     if run is not None and not human and is_continuation(text):
         return Decision("keep")
-    match = best_match(plans, text, obs.domain if known else None, obs.allowed_plans)
+    match = message_match(plans, obs, obs.domain if known else None)
     if run is None:
         return Decision("start", match) if match else Decision("none" if known else "undecided")
     if match is not None and match.plan.id != run.plan.id:
@@ -665,6 +667,18 @@ def decide(plans: Iterable[Plan], run: Run | None, obs: Observation) -> Decision
     if domain_leaves_plan(run.plan, obs.domain):
         return Decision("end", reason=f"the new message is about '{obs.domain}', which this plan does not cover")
     return Decision("keep")  # small talk or a follow-up: the run continues
+
+
+def message_match(plans: Iterable[Plan], obs: Observation, domain: str | None) -> Match | None:
+    """The plan the new message starts, as the host matched it for this hook call; without the host (the
+    command line's simulations), by the plans' phrases."""
+    if obs.matched:
+        return obs.match
+    best = getattr(plans, "best", None)
+    if callable(best):
+        return best(obs.user_message, domain, obs.allowed_plans)
+    from .matching.decide import best_match
+    return best_match(list(plans), obs.user_message, domain, obs.allowed_plans)
 
 
 def _on_message(plans: Iterable[Plan], run: Run | None, obs: Observation, fx: Effects) -> tuple[Run | None, bool]:
@@ -712,7 +726,7 @@ def _confirm(plans: Iterable[Plan], run: Run, obs: Observation, fx: Effects, sta
     """The selector, knowing the domain and this pass's org filter, confirms what the companion decided from
     the trigger phrases alone, or undoes it: a run started for this message is withdrawn, a kept one ends."""
     run.state["provisional"] = None
-    full = best_match(plans, obs.user_message, obs.domain, obs.allowed_plans)
+    full = message_match(plans, obs, obs.domain)
     if full is not None and full.plan.id == run.plan.id:
         return run
     if started:
@@ -768,7 +782,7 @@ def _activate(match: Match, obs: Observation, fx: Effects, said: str = "") -> Ru
     run = Run(plan=plan, state=state, fx=fx, now=obs.now)
     why = {} if match.meaning is None else {"meaning": {"score": round(match.meaning.total, 3),
                                                        "example": match.meaning.example}}
-    by = {"by": "user", "said": said} if said else {}
+    by = {"by": "user", "said": said} if said else {"stage": match.stage, "cost_ms": match.cost_ms}
     emit(state, "plan_activated", node=plan.start, plan=plan.id, version=plan.version, triggers=list(hits), **why,
          **by)
     push_path(state, plan.start)

@@ -636,22 +636,23 @@ def cross_plan_triggers(plans: Iterable[Plan]) -> list[Diagnostic]:
     return [shared_trigger(trig, ids) for trig, ids in owners.items() if len(ids) > 1]
 
 
-def example_routing(plans: Iterable[Plan]) -> list[Diagnostic]:
+def example_routing(plans: Iterable[Plan], index: Any = None) -> list[Diagnostic]:
     """A plan's examples are its trigger tests: each must start the plan with no domain (stock Agent-Zero), and
-    no not-example may start a plan, with no domain or with the plan's own.  Matched as the engine matches;
-    without the meaning model only the not-examples are checked (the examples need it)."""
-    from . import meaning
-    from .matching import best_match
+    no not-example may start a plan, with no domain or with the plan's own.  Matched as the engine matches, with
+    the library as it is (``index``: the plans' meaning index; without one only the not-examples are checked,
+    by their phrases: the examples need meaning)."""
+    from .matching.decide import best_match
+    from .matching.nearness import own_texts
     plans = list(plans)
-    checks_examples = not meaning.unavailable()
-    key = (checks_examples, *((p.id, meaning.plan_texts(p), p.domains, p.trigger_threshold) for p in plans))
+    key = (id(index), *((p.id, own_texts(p), p.examples, p.not_examples, p.domains, p.trigger_threshold)
+                        for p in plans))
     known = _ROUTING.get(key)
     if known is not None:
         return list(known)
     found = []
     for plan in plans:
-        for text in plan.examples if checks_examples else ():
-            m = best_match(plans, text, "", None)
+        for text in plan.examples if index is not None else ():
+            m = best_match(plans, text, "", None, index)
             if m is None or m.plan.id != plan.id:
                 found.append(diag("example_routing", plan.id, f"the example '{text}' starts "
                                   f"{f'plan {m.plan.id!r}' if m else 'no plan'}",
@@ -659,7 +660,7 @@ def example_routing(plans: Iterable[Plan]) -> list[Diagnostic]:
                                   f"reword it, or tell the plans apart (a phrase of '{m.plan.id}' decides it)"))
         for text in plan.not_examples:
             for domain in dict.fromkeys(("", *plan.domains[:1])):
-                m = best_match(plans, text, domain, None)
+                m = best_match(plans, text, domain, None, index)
                 if m is not None:
                     found.append(diag("example_routing", plan.id, f"the not-example '{text}' starts plan "
                                       f"{m.plan.id!r} ({m.why()}{f', domain {domain}' if domain else ''})",

@@ -22,6 +22,8 @@ PLUGIN = "graph_workflow_engine"
 LIBRARY_NAME = "htn_plan_library.json"
 PICTURES = ("auto", "mermaid", "off")
 DEFAULT_MAX_PLANS = 1000
+DEFAULT_UTILITY_TIMEOUT = 10.0
+MAX_UTILITY_TIMEOUT = 120.0
 
 # setting -> (environment variable, default)
 FIELDS: dict[str, tuple[str, Any]] = {
@@ -30,6 +32,8 @@ FIELDS: dict[str, tuple[str, Any]] = {
     "picture": ("GRAPH_ENGINE_PICTURE", "auto"),
     "card": ("GRAPH_ENGINE_CARD", True),
     "max_plans": ("GRAPH_ENGINE_MAX_PLANS", DEFAULT_MAX_PLANS),
+    "utility_model": ("GRAPH_ENGINE_UTILITY_MODEL", True),
+    "utility_timeout": ("GRAPH_ENGINE_UTILITY_TIMEOUT", DEFAULT_UTILITY_TIMEOUT),
 }
 
 
@@ -40,6 +44,8 @@ class Settings:
     picture: str = "auto"
     card: bool = True
     max_plans: int = DEFAULT_MAX_PLANS
+    utility_model: bool = True  # ask Agent-Zero's utility model about the messages matching cannot settle
+    utility_timeout: float = DEFAULT_UTILITY_TIMEOUT  # seconds its answer is waited for
     project_library: str = ""  # the chat's project's own library, when the chat is in a project that has one
     problems: tuple[str, ...] = ()
 
@@ -89,8 +95,18 @@ def _count(value: Any) -> int:
     return number
 
 
+def _seconds(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError(f"expected seconds, more than 0 and at most {MAX_UTILITY_TIMEOUT:g}")
+    number = float(str(value).strip())
+    if not 0 < number <= MAX_UTILITY_TIMEOUT:  # (NaN compares false: refused too)
+        raise ValueError(f"expected seconds, more than 0 and at most {MAX_UTILITY_TIMEOUT:g}")
+    return number
+
+
 PARSERS: dict[str, Callable[[Any], Any]] = {"library_path": _text, "project_plans_folder": _folder,
-                                            "picture": _picture, "card": _switch, "max_plans": _count}
+                                            "picture": _picture, "card": _switch, "max_plans": _count,
+                                            "utility_model": _switch, "utility_timeout": _seconds}
 
 
 _ABSENT: set[str] = set()  # helpers modules this process could not import (tried once)

@@ -238,7 +238,7 @@ MAX_GATE_JUMPS = 8
 # event field -> its shape ("type", "seq" and "turn" are checked apart); fields not listed are plain JSON
 EVENT_FIELDS: dict[str, Shape] = {
     **{k: TEXT for k in ("node", "from", "to", "at", "branch", "retry_target", "reason", "outcome", "tool",
-                         "condition", "evidence_sha256", "answer", "choice", "by", "plan", "version", "source",
+                         "condition", "evidence_sha256", "answer", "choice", "by", "plan", "version", "source", "stage",
                          "name", "pace_level")},
     **{k: INT for k in ("attempt", "of", "turn_saved", "completed", "path_len")},
     **{k: TEXTS for k in ("branches", "failed", "triggers")},

@@ -55,7 +55,9 @@ def _per_file(paths: Sequence[str], err: TextIO | None = None) -> tuple[dict[str
             if err is not None:
                 err.write(f"graph-engine validate: {exc}\n")
             continue
-        found = list(lib.diagnostics) + example_routing(lib.plans.values())  # loads the meaning model
+        plans = list(lib.plans.values())
+        found = list(lib.diagnostics) + example_routing(plans, trig.index_of(plans) if any(
+            p.examples for p in plans) else None)  # the meaning index: embedding the texts, no training
 
         def at(plan_id: str) -> dict[str, Any]:  # a DOT plan's info lines point at its digraph
             pos = lib.dot_positions.get(plan_id)
@@ -104,11 +106,11 @@ def validate(paths: Sequence[str], as_json: bool, out: TextIO, err: TextIO) -> i
 
 
 def triggers(library: str | None, cases: str | None, as_json: bool, out: TextIO, err: TextIO,
-             explain: str | None = None, domain: str | None = None, calibrate: bool = False) -> int:
+             explain: str | None = None, domain: str | None = None, quick: bool = False) -> int:
     """The labelled set of the library: --cases, else trigger_cases.json beside the library, else (for the
     bundled library) fixtures/trigger_cases.json.  Without one, only colliding phrases are checked.
     --explain MESSAGE: one message's scores per plan and why the winner won (--domain: the tracker's domain).
-    --calibrate: the meaning thresholds the cases not held out support."""
+    --quick: the tuning split scored by the shipped classes (no folds learned: seconds, not a minute)."""
     path = library or str(a0.LIBRARY)
     lib = load_library(path)
     if explain is not None:
@@ -130,16 +132,41 @@ def triggers(library: str | None, cases: str | None, as_json: bool, out: TextIO,
         golden = trig.load_cases(cases)
     except (ValueError, KeyError, TypeError) as exc:
         raise CliError(f"{cases}: {exc}") from None
-    if calibrate:
-        try:
-            cal = trig.calibrate(list(lib.plans.values()), golden)
-        except RuntimeError as exc:
-            raise CliError(str(exc)) from None
-        out.write((json.dumps(cal, indent=2) if as_json else trig.format_calibration(cal)) + "\n")
-        return 0 if cal["found"] else FINDING
-    rep = trig.report(list(lib.plans.values()), golden)
+    try:
+        rep = trig.report(list(lib.plans.values()), golden, folds=not quick,
+                          progress=lambda line: (err.write(f"graph-engine triggers: {line}\n"), err.flush()))
+    except RuntimeError as exc:
+        raise CliError(str(exc)) from None
     out.write((json.dumps(rep, indent=2) if as_json else trig.format_report(rep)) + "\n")
-    return 0 if rep["required"]["met"] else FINDING
+    return 0 if all(rep["required"]["met"].values()) else FINDING
+
+
+def build_matcher(path: str | None, check: bool, out: TextIO, err: TextIO, as_json: bool = False) -> int:
+    """Learn the shipped matcher file again (``tools/matcher_build``), or with ``check`` only compare the hash of
+    its inputs with the one it records (exit 1 when they differ: the file is stale)."""
+    from . import matcher_build
+    paths = matcher_build.default_paths()
+    if path:
+        paths["out"] = path
+    if check:
+        stale = matcher_build.stale(paths)
+        out.write(json.dumps({"file": paths["out"], "stale": stale}) + "\n" if as_json else
+                  (stale or "the shipped matcher file matches its inputs") + "\n")
+        return FINDING if stale else 0
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        if os.environ.get(name) != "1":
+            err.write(f"graph-engine build-matcher: note: {name} is not 1; BLAS may sum in another order on more "
+                      "threads, and the bytes then differ (make matcher sets it)\n")
+            break
+    try:
+        data = matcher_build.build(paths, lambda line: (err.write(f"graph-engine build-matcher: {line}\n"),
+                                                        err.flush()))
+    except RuntimeError as exc:
+        raise CliError(str(exc)) from None
+    digest = matcher_build.write(data, paths["out"])
+    out.write(json.dumps({"file": paths["out"], "sha256": digest}) + "\n" if as_json else
+              f"{paths['out']}: sha256 {digest}\n")
+    return 0
 
 
 # ── prompts, explain, inspect ───────────────────────────────────────────────
@@ -401,7 +428,12 @@ def parser() -> argparse.ArgumentParser:
     tr.add_argument("--json", action="store_true")
     tr.add_argument("--explain", metavar="MESSAGE", help="one message: the scores per plan and why the winner won")
     tr.add_argument("--domain", help="with --explain: the belief-state domain (default: none)")
-    tr.add_argument("--calibrate", action="store_true", help="search the meaning thresholds on the cases not held out")
+    tr.add_argument("--quick", action="store_true", help="score the tuning cases with the shipped classes (no folds)")
+    bm = sub.add_parser("build-matcher", help="learn matching/data/matcher.json from the bundled library and the "
+                                              "labelled set (one thread: the same inputs give the same bytes)")
+    bm.add_argument("--out", help="where to write it (default: the one the pack ships)")
+    bm.add_argument("--check", action="store_true", help="only say whether the shipped file matches its inputs")
+    bm.add_argument("--json", action="store_true", help='print {"file", "sha256"} ({"file", "stale"} with --check)')
     pro = sub.add_parser("prompts", help="every text a plan can show the model: steps, failures, notices")
     pro.add_argument("file", nargs="?", default=str(a0.LIBRARY), metavar="FILE", help="a library (default: bundled)")
     pro.add_argument("--plan", help="one plan (default: every plan of the library)")
@@ -456,7 +488,9 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.command == "validate":
         return validate(args.paths, args.json, out, err)
     if args.command == "triggers":
-        return triggers(args.library, args.cases, args.json, out, err, args.explain, args.domain, args.calibrate)
+        return triggers(args.library, args.cases, args.json, out, err, args.explain, args.domain, args.quick)
+    if args.command == "build-matcher":
+        return build_matcher(args.out, args.check, out, err, args.json)
     if args.command == "prompts":
         return prompts_cmd(args.file, args.plan, out, args.json)
     if args.command == "explain":
@@ -497,7 +531,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      "report it with the command line", INPUT, as_json)
 
 
-VERBS = ("demo", "validate", "triggers", "prompts", "explain", "inspect", "export", "render", "select", "simulate")
+VERBS = ("demo", "validate", "triggers", "build-matcher", "prompts", "explain", "inspect", "export", "render", "select", "simulate")
 
 
 def _refuse(verb: str, message: str, code: int, as_json: bool, details: dict[str, Any] | None = None) -> int:

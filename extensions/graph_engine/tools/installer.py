@@ -159,6 +159,19 @@ def competing_selectors(layout: Layout) -> list[Path]:
 # ── what to install ─────────────────────────────────────────────────────────
 
 
+def runtime_files(package: Path = PACKAGE) -> list[Path]:
+    """The engine package as it runs inside Agent-Zero: its modules and subpackages (their data files too), not
+    its tools/ (the command line, the installer)."""
+    found = []
+    for path in sorted(package.rglob("*")):
+        rel = path.relative_to(package)
+        if not path.is_file() or rel.parts[0] == "tools" or "__pycache__" in rel.parts:
+            continue
+        if path.suffix == ".py" or (len(rel.parts) > 1 and rel.parts[-2] == "data" and path.suffix == ".json"):
+            found.append(path)
+    return found
+
+
 def plugin_files(src: Path = SRC) -> dict[str, bytes]:
     """What runs inside Agent-Zero, as the plugin folder holds it (paths relative to the plugin's root): the
     ZIP of ``make plugin`` and an install with ``--plugin`` hold exactly these (no tests, fixtures or bench)."""
@@ -167,7 +180,8 @@ def plugin_files(src: Path = SRC) -> dict[str, bytes]:
     found += sorted((src / "webui").rglob("*"))
     found += [hooks / "before_main_llm_call" / SELECTOR, hooks / "message_loop_prompts_after" / COMPANION,
               hooks / "agent_init" / WARM_UP]
-    found += sorted((src / "extensions" / "graph_engine").rglob("*.py"))
+    found += runtime_files(src / "extensions" / "graph_engine")
+    found += sorted((src / "extensions" / "graph_engine" / "tools").glob("*.py"))  # hooks.py adopts and releases
     found += sorted((src / "plan_library").glob("*.json"))
     return {p.relative_to(src).as_posix(): p.read_bytes() for p in found
             if p.is_file() and "__pycache__" not in p.parts}
@@ -205,8 +219,8 @@ def payload(layout: Layout, merged: Merged) -> dict[str, bytes]:
             (SRC_HOOKS / "message_loop_prompts_after" / COMPANION).read_bytes(),
         ext / "agent_init" / WARM_UP: (SRC_HOOKS / "agent_init" / WARM_UP).read_bytes(),
     }
-    for py in sorted(PACKAGE.glob("*.py")):  # the package folder's modules; tools/ stays out of Agent-Zero
-        files[ext / "graph_engine" / py.name] = py.read_bytes()
+    for path in runtime_files():  # tools/ stays out of Agent-Zero
+        files[ext / "graph_engine" / path.relative_to(PACKAGE)] = path.read_bytes()
     if merged.beside is not None:
         files[ext / "before_main_llm_call" / SHIPPED_BESIDE] = merged.beside
     return {layout.rel(p): data for p, data in files.items()}

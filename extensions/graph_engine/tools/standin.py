@@ -336,6 +336,24 @@ class Agent:
         self.data[key] = value
 
 
+class UtilityModel:
+    """Agent-Zero's utility model (``agent.call_utility_model``), scripted: ``answer`` is the reply, or a function of
+    (system, message) giving it; ``delay`` seconds pass before it answers; ``fail`` is raised instead.  Each call's
+    (system, message) is recorded."""
+
+    def __init__(self, answer: Any = "none", delay: float = 0.0, fail: BaseException | None = None) -> None:
+        self.answer, self.delay, self.fail = answer, delay, fail
+        self.calls: list[tuple[str, str]] = []
+
+    async def __call__(self, system: str, message: str, callback: Any = None, background: bool = False) -> Any:
+        self.calls.append((system, message))
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        if self.fail is not None:
+            raise self.fail
+        return self.answer(system, message) if callable(self.answer) else self.answer
+
+
 class UserMessage:
     """``loop_data.user_message``: ``.output()`` gives the captured shape."""
 
@@ -446,11 +464,14 @@ class Session:
 
     def __init__(self, *, companion: bool = True, selector: bool = True, layout: str = "new",
                  agent: Agent | None = None, bst: BeliefStateTracker | None = None,
-                 allowed_plans: Any = "unset", wait_for_display: bool = True, warm_up: bool = False) -> None:
+                 allowed_plans: Any = "unset", wait_for_display: bool = True, warm_up: bool = False,
+                 utility: UtilityModel | None = None) -> None:
         install_framework(layout)
         self.wait_for_display = wait_for_display  # each pass ends when the pictures it started are drawn
         self.layout = layout
         self.agent = agent or Agent()
+        if utility is not None:
+            self.agent.call_utility_model = utility  # type: ignore[attr-defined]
         self.bst = bst or BeliefStateTracker()
         self.allowed_plans = allowed_plans
         self.prompts_after = [load_extension_class(COMPANION)(self.agent)] if companion else []

@@ -51,7 +51,7 @@ class HTNPlanSelector(Extension):
         except Exception as exc:  # the agent's loop must go on
             _warn_once(self.agent, f"[HTN] Workflow engine not loaded: {exc}")
             return
-        adapter.run_hook(self.agent, loop_data, "before_main", __file__)
+        await adapter.run_hook(self.agent, loop_data, "before_main", __file__)
 
 
 _warned = set()

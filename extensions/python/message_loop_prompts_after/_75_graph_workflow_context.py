@@ -52,7 +52,7 @@ class GraphWorkflowContext(Extension):
         except Exception as exc:  # the agent's loop must go on
             _warn_once(self.agent, f"[HTN] Workflow engine not loaded: {exc}")
             return
-        adapter.run_hook(self.agent, loop_data, "prompts_after", __file__)
+        await adapter.run_hook(self.agent, loop_data, "prompts_after", __file__)
 
 
 _warned = set()

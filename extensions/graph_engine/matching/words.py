@@ -33,10 +33,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
-from . import meaning
-from .model import Plan
+from ..model import Plan
 
 SMALL_TALK_DOMAINS = ("", "conversational")
 MAX_MESSAGE_CHARS = 20_000  # the words that decide; longer pastes are mostly logs or code
@@ -49,13 +48,19 @@ class Match:
     hits: tuple[str, ...]
     domain_ok: bool
     first: int = 0  # where the earliest phrase starts in the message
-    meaning: meaning.Scores | None = None  # set when the plan was matched by meaning, not by its phrases
+    meaning: Any = None  # the plan's meaning score (decide.Scores) when meaning, not its phrases, chose it
+    stage: str = "phrases"  # what decided: "phrases", "meaning" or "utility model"
+    cost_ms: float = 0.0  # what deciding the message cost, in milliseconds
 
     def why(self) -> str:
-        """What matched, for the activation log line."""
+        """What matched, and what deciding it cost, for the activation log line."""
+        cost = f"; decided in {self.cost_ms:.1f} ms" if self.cost_ms else ""
+        if self.stage == "utility model":
+            return f"chosen by the utility model{cost}"
         if self.meaning is not None:
-            return f"matched by meaning: {self.meaning.total:.2f}, like the example '{self.meaning.example}'"
-        return f"matched {', '.join(repr(h) for h in self.hits)}"
+            return (f"matched by meaning: {self.meaning.total:.2f}, like the text '{self.meaning.example}'"
+                    f"{cost}")
+        return f"matched {', '.join(repr(h) for h in self.hits)}{cost}"
 
 
 def normalise(message: str) -> str:
@@ -275,73 +280,6 @@ def allowed(plan_id: str, allowed_plans: Sequence[str] | None) -> bool:
 def rank(m: Match) -> tuple:
     """The order of matches: higher score, earliest phrase, more matched characters, plan id."""
     return -m.score, m.first, -sum(len(h) for h in m.hits), m.plan.id
-
-
-class Indexed:
-    """A set of plans that finds a message's matches through a trigger index (``catalogue.Catalogue``)."""
-
-    def best(self, text: str, domain: str | None, allowed_plans: Sequence[str] | None) -> Match | None:
-        raise NotImplementedError
-
-
-def best_match(plans: Iterable[Plan] | Indexed, message: str, domain: str | None,
-               allowed_plans: Sequence[str] | None) -> Match | None:
-    """The plan the message starts (``domain`` None: unknown yet, so only a decisive match): by its trigger
-    phrases when they decide, else by meaning (``by_meaning``)."""
-    text = request_text(normalise(message))
-    if not text:
-        return None
-    if isinstance(plans, Indexed):
-        return plans.best(text, domain, allowed_plans)
-    plans = list(plans)
-    index = meaning.index_of(plans)
-    found = [m for p in plans if allowed(p.id, allowed_plans) and (m := score_plan(p, text, domain))]
-    dropped: set[str] = set()
-    if found:
-        ordered = by_words(found, index.verdict(text, allowed_plans, full=True) if index is not None else None)
-        if ordered:
-            return ordered[0]
-        dropped = {m.plan.id for m in found}  # a mention of their topic: meaning does not start them either
-    by_id = {p.id: p for p in plans}
-    return by_meaning(index, by_id.__getitem__, text, domain, allowed_plans,
-                      [p.id for p in plans if trigger_hits(p.all_triggers, text)],
-                      (lambda pid: pid not in dropped) if dropped else None)
-
-
-def word_match(plans: Iterable[Plan], text: str, domain: str | None,
-               allowed_plans: Sequence[str] | None) -> Match | None:
-    """The plan a request text starts by its trigger phrases alone (meaning not consulted)."""
-    found = [m for p in plans if allowed(p.id, allowed_plans) and (m := score_plan(p, text, domain))]
-    return min(found, key=rank) if found else None
-
-
-def by_words(found: list[Match], verdict: meaning.Verdict | None) -> list[Match]:
-    """The plans a message's trigger phrases start, best first (``rank``).  With meaning on, a match made by
-    weak phrases alone whose message says nearly what one of the not-examples says, or that the model finds far
-    from the plan, is a mention of the plan's topic, not a request, and is left out ("the bug in my garden ate
-    my tomatoes", "I need a backup plan for the garden wedding")."""
-    if verdict is not None:
-        found = [m for m in found if not verdict.overruled(m.plan.id)
-                 and not verdict.mention(m.plan.id, strong=bool(set(m.hits) & set(m.plan.strong_triggers)),
-                                         domain_agrees=bool(m.plan.domains) and m.domain_ok)]
-    return sorted(found, key=rank)
-
-
-def by_meaning(index: meaning.Index | None, plan_of: Callable[[str], Any], text: str, domain: str | None,
-               allowed_plans: Sequence[str] | None, named: Sequence[str] = (),
-               usable: Callable[[str], bool] | None = None) -> Match | None:
-    """The plan a request text starts by meaning, when no plan's phrases decide it (``named``: plans whose
-    phrases it contains without reaching their threshold).  With the domain unknown (None) a plan is returned
-    only when no domain could undo it (``meaning.Verdict.winner``)."""
-    if index is None:
-        return None
-    verdict = index.verdict(text, allowed_plans, named=bool(named))
-    win, _ = verdict.winner(lambda pid: plan_of(pid).domains, domain, named, usable=usable)
-    if win is None:
-        return None
-    plan = plan_of(win.plan_id)
-    return Match(plan=plan, score=0, hits=(), domain_ok=not plan.domains or bool(domain and domain in plan.domains),
-                 meaning=win)
 
 
 _TOKEN = re.compile(r"\w+")

@@ -1,0 +1,140 @@
+"""The host's side of matching a new user message: match it locally, and ask Agent-Zero's utility model when the
+local stage cannot settle it (``matching.second``).
+
+One question at most per message (kept on the agent by the message's id, so the other hook of the pass and any
+later pass reuse the answer); never for a control, a "go on" to a running workflow, or a message the local
+stage is sure of.  The question waits at most the timeout of the settings (``utility_timeout``); a timeout, an
+exception, no utility model, or an answer that is not a label leaves the local decision, and one log line says
+why.  What decided and what it cost travel with the match (``Match.stage``, ``Match.cost_ms``): the activation
+log line and the ``plan_activated`` event show them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from . import control
+from .matching import second
+from .matching.words import Match, allowed, is_continuation
+
+ASKED_ATTR = "_graph_engine_asked"  # [message id, the match it decided (None: no plan), what decided]
+
+
+@dataclass
+class Question:
+    """A question for the utility model about one message, and what stands if it gets no answer."""
+
+    message_id: str
+    why: str  # "a close call", "another language", "the meaning model is loading"
+    system: str
+    body: str
+    labels: tuple[str, ...]
+    local: Match | None
+    plan_of: Callable[[str], Any]
+    domain: str | None
+
+
+def decided(agent: Any, message_id: str) -> tuple[bool, Match | None]:
+    """Whether this message was decided by a question already, and the match that question left."""
+    seen = getattr(agent, ASKED_ATTR, None)
+    if isinstance(seen, list) and len(seen) == 3 and seen[0] == message_id:
+        return True, seen[1]
+    return False, None
+
+
+def match_message(library: Any, agent: Any, words: str, message_id: str, domain: str | None,
+                  allowed_plans: Any, running: bool, ask: bool) -> tuple[Match | None, Question | None]:
+    """The match of a new message for this hook call, and the question to ask about it (None: none)."""
+    done, match = decided(agent, message_id)
+    if done:
+        return match, None
+    judged = library.judge(words, domain, allowed_plans)
+    ask = ask and callable(getattr(agent, "call_utility_model", None))  # (every Agent-Zero has one; a stand-in may not)
+    if not ask or not judged.text or control.parse(words) is not None or (running and is_continuation(words)):
+        return judged.match, None
+    why, labels = _why_ask(library, judged, words, domain, allowed_plans)
+    if not why:
+        return judged.match, None
+    names = dict((pid, (name, desc)) for pid, name, desc in _rows(library, allowed_plans))
+    candidates = [(pid, *names[pid]) for pid in labels if pid in names]
+    if not candidates:
+        return judged.match, None
+    system, body = second.question(candidates, words)
+    return judged.match, Question(message_id, why, system, body, tuple(pid for pid, _, _ in candidates),
+                                  judged.match, library.get, domain)
+
+
+def _why_ask(library: Any, judged: Any, words: str, domain: str | None, allowed_plans: Any) -> tuple[str, list]:
+    """Why the local stage is not sure of this message ("" when it is), and the plans to list."""
+    every = [pid for pid, _, _ in _rows(library, allowed_plans)]
+    if not second.reads_as_english(words):
+        return "another language", every
+    decided_by_phrases = judged.match is not None and judged.match.stage == "phrases"
+    if decided_by_phrases:
+        return "", []
+    verdict = judged.verdict
+    if verdict is None:  # meaning not ready yet: asked only about a message that reads as asking for work
+        work = judged.work is not None and judged.work >= 0.0
+        return ("the meaning model is loading", every) if judged.not_ready and not judged.match and work else ("", [])
+    domains_of = lambda pid: getattr(library.get(pid), "domains", ())  # noqa: E731
+    if not verdict.close(domains_of, domain):
+        return "", []
+    floor = verdict.constants["threshold"] - verdict.constants["close_below"] - 1.0
+    near = [s.plan_id for score, s in verdict.adjusted(domains_of, domain) if score >= floor]
+    return "a close call", list(dict.fromkeys([*near, *verdict.untaught]))[:second.MAX_CANDIDATES]
+
+
+def _rows(library: Any, allowed_plans: Any) -> list[tuple[str, str, str]]:
+    """(id, name, description) of every plan the agent may run now."""
+    out = []
+    for pid, name, _ in library.listing():
+        if allowed(pid, allowed_plans):
+            head = library.heads.get(pid)
+            out.append((pid, name, getattr(head, "description", "") or ""))
+    return out
+
+
+async def ask(agent: Any, q: Question, timeout: float, log: Callable[[str, str], None]) -> Match | None:
+    """Ask the utility model; the match its answer gives, or the local one when there is no usable answer.  The
+    decision is kept on the agent for this message.  Never raises but for the task's own cancellation."""
+    started = time.perf_counter()
+    problem, label = "", None
+    call = getattr(agent, "call_utility_model", None)
+    if not callable(call):
+        problem = "this Agent-Zero has no utility model"
+    else:
+        try:
+            reply = await asyncio.wait_for(call(system=q.system, message=q.body), timeout)
+            label = second.answer(reply, q.labels)
+            if label is None:
+                problem = f"its answer {_short(reply)} is not one of the labels"
+        except asyncio.TimeoutError:
+            problem = f"no answer within {timeout:g} s"
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failing model: the local decision stands
+            problem = f"{type(exc).__name__}: {_short(str(exc))}"
+    cost = round((time.perf_counter() - started) * 1000, 1)
+    local = q.local
+    if problem:
+        log("warning", f"[HTN] The utility model was asked about the new message ({q.why}) and gave no usable "
+                       f"answer ({problem}); matching's own decision stands: "
+                       f"{local.plan.name if local else 'no workflow'}")
+        setattr(agent, ASKED_ATTR, [q.message_id, local, "local"])
+        return local
+    plan = q.plan_of(label) if label != second.NONE else None
+    match = None if plan is None else Match(plan=plan, score=0, hits=(), domain_ok=not plan.domains or bool(
+        q.domain and q.domain in plan.domains), stage="utility model", cost_ms=cost)
+    log("info", f"[HTN] The utility model was asked about the new message ({q.why}; {cost / 1000:.1f} s): "
+                f"{'workflow ' + repr(plan.name) if plan else 'no workflow'}"
+                f"{'' if (local and local.plan.id) == (plan and plan.id) else '; matching alone said ' + (repr(local.plan.name) if local else 'none')}")
+    setattr(agent, ASKED_ATTR, [q.message_id, match, "utility model"])
+    return match
+
+
+def _short(value: Any) -> str:
+    text = repr(value) if not isinstance(value, str) else repr(value)
+    return text[:80] + ("..." if len(text) > 80 else "")
