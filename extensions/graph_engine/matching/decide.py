@@ -217,7 +217,7 @@ class Index:
         near, work = self._near(text, ids, words, allowed_ids, leave_out)
         own = tuple((s.plan_id, s.total) for s in near if s.plan_id in self.learned_ids)
         untaught = tuple(s.plan_id for s in near if s.plan_id not in self.learned_ids and
-                         not self.near.has_examples[self.near.ids.index(s.plan_id)])
+                         not self.near.has_examples[self.near.at[s.plan_id]])
         found = self._learned(text, ids, words, sent, allowed_ids) + [s for s in near if s.plan_id not in
                                                                          self.learned_ids]
         found.sort(key=lambda s: (-s.total, s.plan_id))
@@ -263,13 +263,14 @@ class Index:
         plain, gain = near.margins(rows, message)
         c = self.constants
         found = []
-        for i, pid in enumerate(near.ids):
+        for f, margin, gained in zip(rows, plain.tolist(), gain.tolist()):
+            i = f["at"]
+            pid = near.ids[i]
             if not allowed(pid, allowed_ids):
                 continue
             shift = c["near_taught"] if near.has_examples[i] else c["near_untaught"]
-            f = rows[i]
-            found.append(Scores(pid, float(plain[i]) - shift + c["threshold"], f["nearest"],
-                                max(f["example_cos"], f["own_cos"]), float(gain[i]), False))
+            found.append(Scores(pid, margin - shift + c["threshold"], f["nearest"],
+                                max(f["example_cos"], f["own_cos"]), gained, False))
         return found, float(message["gate"])
 
 

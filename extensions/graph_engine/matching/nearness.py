@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 from . import vectors
 from .vectors import Aligner, Encoder, cues, ngrams
-from .words import trigger_hits
+from .words import TriggerIndex, trigger_hits
 
 PLAN_FEATURES = ("strong", "weak", "has_examples", "own_cos", "own_cos3", "own_words", "name_cos", "example_cos",
                  "example_cos3", "example_words", "not_example_cos", "neighbours", "domain")
@@ -33,6 +33,7 @@ MESSAGE_FEATURES = ("bias", "no_work_cos", "no_work_cos3", "no_work_words", "gat
                                                                                         vectors.CUES), "length")
 NEIGHBOURS = 10
 HIDDEN = 16
+SHORTLIST = 24  # plans scored in full; a larger library is cut to the plans nearest the message (and those it names)
 
 
 def own_texts(plan: Any) -> tuple[str, ...]:
@@ -88,12 +89,19 @@ class Corpus:
             return self.enc.np.zeros(0, dtype=self.enc.np.float32)
         return self._left_out(self.sentences @ sent, leave_out)
 
-    def word_f1(self, words: Any, leave_out: str = "") -> Any:
-        """The message's word coverage F1 with each text (0 for a text or a message without content words)."""
+    def word_f1(self, words: Any, leave_out: str = "", groups: Any = None) -> Any:
+        """The message's word coverage F1 with each text (0 for a text or a message without content words);
+        ``groups``: only theirs are computed (the others read 0)."""
         np = self.enc.np
         out = np.zeros(len(self.texts), dtype=np.float32)
-        if len(words) and len(self.kept):
+        if not len(words) or not len(self.kept):
+            return out
+        if groups is None:
             out[self.kept] = self.aligner.per_text(words)
+        else:
+            mine = np.isin(self.owner[self.kept], groups)
+            positions = np.flatnonzero(mine)
+            out[self.kept[positions]] = self.aligner.per_text_of(words, positions)
         return self._left_out(out, leave_out)
 
     def best(self, values: Any) -> Any:
@@ -105,21 +113,15 @@ class Corpus:
             out[some] = np.maximum.reduceat(values, self.starts[some])
         return out
 
-    def nearest(self, values: Any) -> list[str]:
-        """Per group, its text of the best value ("" for a group without texts)."""
-        out = []
-        for g in range(self.groups):
-            n, at = int(self.sizes[g]), int(self.starts[g])
-            out.append(self.texts[at + int(values[at:at + n].argmax())] if n else "")
-        return out
+    def nearest(self, values: Any, g: int) -> str:
+        """A group's text of the best value ("" for a group without texts)."""
+        n, at = int(self.sizes[g]), int(self.starts[g])
+        return self.texts[at + int(values[at:at + n].argmax())] if n else ""
 
-    def best3(self, values: Any) -> Any:
-        """Per group, the mean of its best three values (of all it has, when fewer)."""
-        np = self.enc.np
-        out = np.zeros(self.groups, dtype=np.float32)
-        for g in np.flatnonzero(self.sizes):
-            out[g] = _top(np, values[self.starts[g]:self.starts[g] + self.sizes[g]], 3)
-        return out
+    def best3(self, values: Any, g: int) -> float:
+        """A group's mean of its best three values (of all it has, when fewer; 0 without any)."""
+        n, at = int(self.sizes[g]), int(self.starts[g])
+        return _top(self.enc.np, values[at:at + n], 3) if n else 0.0
 
 
 class Gate:
@@ -167,6 +169,10 @@ class Near:
         self.nots = Corpus(enc, [tuple(getattr(p, "not_examples", ())) for p in plans])
         self.no_work = Corpus(enc, [tuple(no_work)])
         self.has_examples = [bool(getattr(p, "examples", ())) for p in plans]
+        self.phrases = TriggerIndex()  # the plans a message names by a phrase are always scored
+        for p in plans:
+            self.phrases.add(p.id, (*p.triggers, *p.strong_triggers))
+        self.at = {pid: i for i, pid in enumerate(self.ids)}
         self.name_rows = [0]
         for p in plans[:-1]:
             self.name_rows.append(self.name_rows[-1] + len(own_texts(p)))
@@ -176,40 +182,57 @@ class Near:
 
     def features(self, text: str, ids: list[int], words: Any, leave_out: str = "",
                  gate: Gate | None = None) -> tuple[list[dict], dict]:
-        """Per plan its features (the domain not known: 0), and the message's; ``leave_out``: a text (lower
-        case) scored as if the plans and the messages that ask for no work did not hold it, ``gate``: another
-        gate than the shipped one (the build's held-out gates)."""
+        """The features of the plans scored (each row's ``at``: the plan's index; a library of more than
+        SHORTLIST plans is cut to those nearest the message and those it names), with the domain not known (0),
+        and the message's; ``leave_out``: a text (lower case) scored as if the plans and the messages that ask
+        for no work did not hold it, ``gate``: another gate than the shipped one (the build's held-out gates)."""
         np, enc = self.enc.np, self.enc
         sent = enc.sentence(ids).astype(np.float32)
         own = self.own.cosines(sent)
-        own_best, own_top3 = self.own.best(own), self.own.best3(own)
-        own_words = self.own.best(self.own.word_f1(words))
+        own_best = self.own.best(own)
         ex = self.examples.cosines(sent, leave_out)
-        ex_best, ex_top3 = self.examples.best(ex), self.examples.best3(ex)
-        ex_words = self.examples.best(self.examples.word_f1(words, leave_out))
+        ex_best = self.examples.best(ex)
+        chosen = self._shortlist(text, np.maximum(own_best, ex_best))
+        some = chosen if len(chosen) < len(self.ids) else None  # all: every text's coverage at once
+        own_words = self.own.best(self.own.word_f1(words, "", some))
+        ex_words = self.examples.best(self.examples.word_f1(words, leave_out, some))
         nots = self.nots.best(self.nots.cosines(sent, leave_out))
         no = self.no_work.cosines(sent, leave_out)
         no_words = self.no_work.word_f1(words, leave_out)
         share = self._neighbours(ex, no)
-        own_text, ex_text = self.own.nearest(own), self.examples.nearest(ex)
+        named = self.phrases.candidates(text)  # (a plan not among them has no phrase in the message)
         rows = []
-        for i, plan in enumerate(self.plans):
+        for i in chosen.tolist():
+            plan = self.plans[i]
+            has, phrased = self.has_examples[i], plan.id in named
             rows.append({
-                "strong": float(bool(trigger_hits(plan.strong_triggers, text))),
-                "weak": min(len(trigger_hits(plan.triggers, text)), 3) / 3,
-                "has_examples": float(self.has_examples[i]),
-                "own_cos": float(own_best[i]), "own_cos3": float(own_top3[i]), "own_words": float(own_words[i]),
+                "at": i, "strong": float(phrased and bool(trigger_hits(plan.strong_triggers, text))),
+                "weak": min(len(trigger_hits(plan.triggers, text)), 3) / 3 if phrased else 0.0,
+                "has_examples": float(has),
+                "own_cos": float(own_best[i]), "own_cos3": self.own.best3(own, i), "own_words": float(own_words[i]),
                 "name_cos": float(own[self.name_rows[i]]) if len(own) else 0.0,
-                "example_cos": float(ex_best[i]), "example_cos3": float(ex_top3[i]),
+                "example_cos": float(ex_best[i]), "example_cos3": self.examples.best3(ex, i),
                 "example_words": float(ex_words[i]), "not_example_cos": float(nots[i]),
                 "neighbours": float(share[i]), "domain": 0.0,
-                "nearest": ex_text[i] if self.has_examples[i] and ex_best[i] >= own_best[i] else own_text[i]})
+                "nearest": self.examples.nearest(ex, i) if has and ex_best[i] >= own_best[i] else
+                self.own.nearest(own, i)})
         message = {"bias": 1.0, "no_work_cos": float(no.max()) if len(no) else 0.0,
                    "no_work_cos3": _top(np, no, 3), "no_work_words": float(no_words.max()) if len(no) else 0.0,
                    "gate": (gate or self.gate).logit(text), "length": min(len(words), 20) / 20}
         for (name, _), value in zip(vectors.CUES, cues(text)):
             message[f"cue_{name}"] = value
         return rows, message
+
+    def _shortlist(self, text: str, near: Any) -> Any:
+        """The plans to score in full, in their order: all of a small library; else the SHORTLIST nearest the
+        message and every plan one of its phrases may name."""
+        np = self.enc.np
+        n = len(self.ids)
+        if n <= SHORTLIST:
+            return np.arange(n)
+        top = np.argpartition(-near, SHORTLIST)[:SHORTLIST]
+        named = [self.at[pid] for pid in self.phrases.candidates(text)]
+        return np.unique(np.concatenate([top, np.asarray(named, dtype=np.int64)]))
 
     def _neighbours(self, ex: Any, no: Any) -> Any:
         """Per plan, its share of the message's NEIGHBOURS nearest texts (every plan's examples and the messages

@@ -220,6 +220,7 @@ class Aligner:
         self.post_share = self.flat_weight[by_word]
         self.post_at = np.searchsorted(self.flat[by_word], np.arange(len(self.vectors) + 1)).astype(np.int64)
         self.texts = [texts[j] for j in kept]
+        self.lengths = np.asarray(lengths, dtype=np.int64)
         self._memo: dict[int, tuple[Any, Any]] = {}
         self._memo_cap = max(100, MEMO_FLOATS // (len(vocab) + len(kept) + 1))
 
@@ -270,6 +271,27 @@ class Aligner:
                             minlength=len(self.kept)).astype(np.float32)
         else:
             r = np.zeros(len(self.kept), dtype=np.float32)
+        return _f1(np, p, r)
+
+    def per_text_of(self, words: Any, positions: Any) -> Any:
+        """``per_text`` for some of the kept texts only (``positions`` among them): a large corpus is scored in
+        the part a shortlist names, its words compared with the message's once."""
+        np = self.enc.np
+        if not len(positions) or not len(words):
+            return np.zeros(len(positions), dtype=np.float32)
+        lens = self.lengths[positions]
+        offsets = np.cumsum(lens) - lens
+        at = np.repeat(self.starts[positions] - offsets, lens) + np.arange(int(lens.sum()))
+        used, inverse = np.unique(self.flat[at], return_inverse=True)
+        ws = words.tolist()
+        cos = np.einsum("wd,vd->wv", self.enc.unit[np.asarray(ws, dtype=np.int64)], self.vectors[used])[:, inverse]
+        best = np.maximum.reduceat(cos, offsets, axis=1)
+        best[best < ALIGN_FLOOR] = 0.0
+        rarity = np.asarray([self.rarity(w) for w in ws], dtype=np.float32)
+        p = rarity @ best / rarity.sum()
+        near = cos.max(axis=0)
+        near[near < ALIGN_FLOOR] = 0.0
+        r = np.add.reduceat(self.flat_weight[at] * near, offsets).astype(np.float32)
         return _f1(np, p, r)
 
     def training(self, cos: Any) -> Any:

@@ -265,8 +265,8 @@ def near_rows(enc: vectors.Encoder, plans: Sequence[Any], qs: Sequence[dict], no
             m = [message[k] for k in nearness.MESSAGE_FEATURES]
             label = ids_of[q["expect"]] if q["expect"] else len(plans)
             for domain in dict.fromkeys(("", q.get("domain", ""))):
-                X.append([nearness.plan_row(dict(f, domain=float(bool(domain) and domain in p.domains)))
-                          for f, p in zip(rows, plans)])
+                X.append([nearness.plan_row(dict(f, domain=float(bool(domain) and domain in plans[f["at"]].domains)))
+                          for f in rows])
                 M.append(m)
                 y.append(label)
     return np.asarray(X, dtype=np.float32), np.asarray(M, dtype=np.float32), np.asarray(y, dtype=np.int64)
