@@ -50,6 +50,8 @@ TARGETS = {
     "match_1000_per_calibration": 200.0,  # ... against 1,000 plans (2 ms at 10 µs)
     "match_10000_per_calibration": 200.0,  # ... against 10,000 (2 ms at 10 µs)
     "dot_parse_200_nodes_per_calibration": 2000.0,  # (20 ms at 10 µs)
+    "big_result_per_1mb": 1.25,  # a judged pass whose tool result is 100 MB, or nested 100,000 deep, <= 1.25x one
+    # whose result is 1 MB
 }
 NOTHING = "write a haiku about autumn leaves"  # a new message that starts no plan
 CHAT = "the weather report says it will rain all weekend"  # ... that the meaning matcher scores first
@@ -556,6 +558,45 @@ def big_plan(n_nodes: int) -> dict:
             "graph": {"start": "start", "nodes": nodes, "edges": edges}}
 
 
+BIG_LINE = "\x1b[32mINFO\x1b[0m worker 3 processed batch 1187 of the nightly import in 42 ms\n"
+
+
+def _deep(levels: int) -> Any:
+    value: Any = "x"
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def per_pass_by_result_size(passes: int) -> dict[str, float]:
+    """Judged passes whose tool result is 1 MB / 100 MB of coloured log lines (the step's passing output at
+    its end), or carries a value nested 100,000 deep, measured interleaved."""
+    padded: dict[tuple[int, str], str] = {}  # built once per output: the timing is of the hooks alone
+    deep = _deep(100_000)
+
+    def driver(size: int, nested: bool) -> Driver:
+        d = Driver(2000)
+        plain = d._reply
+
+        def reply() -> tuple[dict, dict]:
+            ask, result = plain()
+            text = result["content"]["tool_result"]
+            if size:
+                key = (size, text)
+                if key not in padded:
+                    padded[key] = BIG_LINE * (size // len(BIG_LINE)) + text
+                result["content"]["tool_result"] = padded[key]
+            if nested:
+                result["content"]["details"] = deep
+            return ask, result
+
+        d._reply = reply  # type: ignore[method-assign]
+        return d
+
+    return interleaved({"1 MB": driver(1 << 20, False), "100 MB": driver(100 << 20, False),
+                        "nested 100,000 deep": driver(1 << 20, True)}, passes, batch=10, warmup=20)
+
+
 def per_pass_by_nodes(sizes: tuple[int, ...], passes: int) -> dict[str, float]:
     """One library holding a chain plan per size; each driver runs its own plan, measured interleaved."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -624,7 +665,7 @@ def library_probe(path: str, copies: int, settle: bool) -> dict[str, float]:
     meets it: loaded, then a message matched (its plan compiled then); then matching times; then, after the
     background thread checked everything, a reload after one plan's name changed."""
     from graph_engine.catalogue import LibraryCache
-    from graph_engine.matching import best_match
+    from graph_engine.matching.decide import best_match
 
     messages = match_messages(copies)
     t, cpu = time.perf_counter(), time.thread_time()
@@ -677,7 +718,7 @@ def shipped_match_ms() -> list[float]:
     """Matching each message of ``match_messages`` and ``EVERYDAY`` against the shipped library (10 plans),
     through the catalogue the engine uses, its meaning index built: ms per message."""
     from graph_engine.catalogue import LibraryCache
-    from graph_engine.matching import best_match
+    from graph_engine.matching.decide import best_match
 
     lib, _ = LibraryCache(str(a0.LIBRARY), recheck_seconds=0, background=False).refresh()
     messages = match_messages(1)[10:] + EVERYDAY
@@ -831,6 +872,7 @@ def ratios(r: dict) -> dict[str, float]:
         "match_1000_per_calibration": small["match_max_ms"] * 1000 / small["calibration_us"],
         "match_10000_per_calibration": large["match_max_ms"] * 1000 / large["calibration_us"],
         "dot_parse_200_nodes_per_calibration": r["dot_parse_200_nodes_cpu_ms"] * 1000 / calibration,
+        "big_result_per_1mb": max(r["per_pass_us_by_result"].values()) / r["per_pass_us_by_result"]["1 MB"],
     }
     side = r["langgraph"]
     if side.get("installed"):
@@ -890,6 +932,9 @@ def rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
          f"slowest <= {TARGETS['flatness']}x fastest ({_flat(hist):.2f}x)", _flat(hist) <= TARGETS["flatness"]),
         ("judged pass by plan size 10 / 500 / 5,000 nodes", " / ".join(f"{v:.0f}" for v in nodes.values()) + " µs",
          f"slowest <= {TARGETS['flatness']}x fastest ({_flat(nodes):.2f}x)", _flat(nodes) <= TARGETS["flatness"]),
+        ("judged pass by tool result: " + " / ".join(r["per_pass_us_by_result"]),
+         " / ".join(f"{v:,.0f}" for v in r["per_pass_us_by_result"].values()) + " µs",
+         *budget("big_result_per_1mb", "the 1 MB pass")),
         ("shipped library: load + schema + lint (fresh process, after import)", ms(r["library_load_ms"]),
          *budget("library_load_per_calibration", "that process's calibration, in CPU time")),
         ("engine import in a fresh process", ms(r["engine_import_ms"]), "reported", None),
@@ -968,6 +1013,7 @@ def main() -> int:
         idle, idle_calibration = idle_pass_us(n // 4)
         by_history = interleaved({str(h): Driver(h) for h in (100, 1000, 10000)}, n // 4)
         by_nodes = per_pass_by_nodes((10, 500, 5000), n // 4)
+        by_result = per_pass_by_result_size(n // 40)
         profile = profile_summary(n // 10)
         side = side_by_side(n // 4)
         calibration.append(calibration_us())
@@ -1003,6 +1049,7 @@ def main() -> int:
         "idle_pass_us": {"median": round(idle, 2)},
         "per_pass_us_by_history": {k: round(v, 2) for k, v in by_history.items()},
         "per_pass_us_by_nodes": {k: round(v, 2) for k, v in by_nodes.items()},
+        "per_pass_us_by_result": {k: round(v, 2) for k, v in by_result.items()},
         "library_load_ms": round(cold["load_ms"], 2),
         "library_load_cpu_ms": round(cold["load_cpu_ms"], 2),
         "library_load_calibration_us": round(cold["calibration_us"], 2),

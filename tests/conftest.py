@@ -56,7 +56,25 @@ os.environ["TMPDIR"] = RUN_TEMP
 tempfile.tempdir = RUN_TEMP
 
 
+def _open_descriptors() -> int:
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:  # not Linux: not counted
+        return 0
+
+
+FDS_AT_START = _open_descriptors()
+FD_SLACK = 64  # what pytest, hypothesis and the loaded libraries may hold open by the end
+
+
 def pytest_sessionfinish(session, exitstatus):
+    import gc
+    gc.collect()  # runtimes the tests dropped: their audit logs close their files when collected
+    if exitstatus == 0 and FDS_AT_START and _open_descriptors() > FDS_AT_START + FD_SLACK:
+        session.exitstatus = 1
+        sys.stderr.write(f"\nthe tests leaked file descriptors: {FDS_AT_START} open at the start, "
+                         f"{_open_descriptors()} at the end (/proc/self/fd)\n")
+        return
     if exitstatus != 0:
         sys.stderr.write(f"\nthe test run's temp folder is kept: {RUN_TEMP}\n")
         return

@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import threading
+import time
 import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,7 +21,7 @@ import pytest
 from golden import text_files
 from scenario import IDLE, LEGACY, FixtureModel, message_for, started
 
-from graph_engine import adapter, card, render_graph, salute
+from graph_engine import adapter, audit, card, render_graph, salute
 from graph_engine.tools import demo
 from graph_engine.tools.demo import cards, view
 from graph_engine.tools.standin import FIXTURES, LineLog, Reply, Session, cmd
@@ -303,6 +304,33 @@ def test_pruned_runs_take_their_pictures_with_them(project, monkeypatch, no_grap
     folder = project / "a0" / "usr" / "graph_engine" / "runs" / s.agent.context.id
     run = s.agent._htn_last_run["run_id"]
     assert sorted(p.name for p in folder.iterdir()) == [f"{run}.jsonl", f"{run}.mmd", f"{run}.state.json"]
+
+
+def test_a_picture_cut_short_by_a_full_disk_leaves_no_file(tmp_path, monkeypatch):
+    import errno
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(audit.os, "write", full)
+    target = tmp_path / "run.svg"
+    with pytest.raises(OSError):
+        audit.replace_file(str(target), b"<svg/>")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_pruning_removes_what_failed_writes_left_behind(project, monkeypatch, no_graphviz):
+    monkeypatch.setenv("GRAPH_ENGINE_RUNS_KEEP", "1")
+    s = _finished_demo(project)
+    folder = project / "a0" / "usr" / "graph_engine" / "runs" / s.agent.context.id
+    stray, fresh = folder / "r1.svg.tmp123.456", folder / "r2.svg.tmp123.457"
+    stray.write_text("<sv")
+    fresh.write_text("<sv")
+    old = time.time() - 3600
+    os.utime(stray, (old, old))
+    for _ in range(2):
+        s = _finished_demo(project)
+    assert not stray.exists() and fresh.exists()  # a write still under way is left alone
 
 
 # ── a log of another shape, a reset log, a restart ──────────────────────────

@@ -23,14 +23,15 @@ def told(record) -> str:
     return record.prompt_extras.get("htn_active_plan", "")
 
 
-def at_test_step(**kwargs) -> Session:
-    """A chat whose Bug Fix Workflow run stands at 'Test the fix' (3 of 5 steps done), its monologue ended."""
+def at_test_step(final: str = "The fix is in; testing next.", **kwargs) -> Session:
+    """A chat whose Bug Fix Workflow run stands at 'Test the fix' (3 of 5 steps done), its monologue ended
+    with the agent's reply ``final``."""
     s = Session(**kwargs)
     s.user(BUG_MESSAGE)
     s.run_pass(crash())
     s.run_pass(ISOLATE)
     s.run_pass(exit_ok())
-    s.run_pass(Reply(final="The fix is in; testing next."))
+    s.run_pass(Reply(final=final))
     assert s.state["current_node"] == "test" and len(s.state["steps_completed"]) == 3
     return s
 
@@ -86,6 +87,44 @@ def test_a_near_miss_without_a_run_gets_no_answer(message):
     s.user(message)
     record = s.run_pass(Reply(final="ok"))
     assert not told(record).startswith(ANSWERS)
+
+
+@pytest.mark.parametrize("case", GOLDEN["answers"], ids=lambda c: c["message"])
+def test_a_one_word_answer_to_the_agents_question_is_an_answer(case):
+    assert control.parse(case["message"], asked=True) is None
+    s = at_test_step(final=case["question"])
+    record = say(s, case["message"])
+    assert not told(record).startswith(ANSWERS), told(record)
+    assert said_events(s) == []
+    assert s.state is not None and s.state["current_node"] == "test" and not s.state.get("paused")
+
+
+@pytest.mark.parametrize("case", GOLDEN["controls_after_a_question"], ids=lambda c: c["message"])
+def test_a_control_that_says_workflow_or_step_acts_after_a_question(case):
+    assert control.parse(case["message"], asked=True).kind == case["control"]
+    s = at_test_step(final=case["question"])
+    record = say(s, case["message"])
+    assert told(record).startswith(ANSWERS), told(record)
+    assert [e["said"] for e in said_events(s)] == [case["message"]]
+
+
+def test_every_canonical_form_still_acts_after_a_question():
+    for kind, form in control.CANONICAL.items():
+        said = form.replace("<step>", "the fix step").replace("<plan name>", "Bug Fix")
+        assert control.parse(said, asked=True).kind == kind, said
+
+
+def test_without_a_question_the_one_word_controls_still_act():
+    s = at_test_step(final="The fix is in; testing next.")
+    record = say(s, "stop")
+    assert told(record).startswith("[WORKFLOW STOPPED by the user: ")
+
+
+def test_start_with_no_name_says_which_workflows_exist():
+    s = at_test_step()
+    record = say(s, "start the .* workflow")
+    assert "named ''" not in told(record) and told(record).startswith(ANSWERS), told(record)
+    assert "list workflows" in told(record)
 
 
 def test_the_golden_set_covers_every_control_and_the_canonical_forms():

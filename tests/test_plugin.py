@@ -1,6 +1,7 @@
 """The repository as an Agent-Zero v1.x plugin: its metadata, and its settings read through the plugin config."""
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -63,8 +64,10 @@ def a0(tmp_path):
     return root
 
 
-def started(root: Path, message: str, project: str | None = None) -> Session:
+def started(root: Path, message: str, project: str | None = None, chat: str = "") -> Session:
     s = Session()
+    if chat:
+        s.agent.context.id = chat
     install_plugin_helpers(root)
     if project:
         s.agent.context.data["project"] = project
@@ -78,6 +81,35 @@ def test_a_projects_plan_folder_is_read_while_the_chat_is_in_that_project(a0):
     assert started(a0, SHOP_PLAN_MESSAGE, project="shop").state["plan_id"] == "shop_release"
     assert started(a0, SHOP_PLAN_MESSAGE).state is None  # outside the project: the plugin's library
     assert started(a0, "fix the bug in /tmp/test.py").state["plan_id"] == "bugfix_workflow"
+
+
+@pytest.mark.parametrize("fault", ["folder", "fifo", "unreadable"])
+def test_a_projects_library_that_cannot_be_read_is_told_to_each_chat_once(a0, fault):
+    folder = a0 / "usr" / "projects" / "shop" / "graph_plans"
+    folder.mkdir(parents=True)
+    library = folder / "htn_plan_library.json"
+    if fault == "folder":
+        library.mkdir()
+    elif fault == "fifo":
+        os.mkfifo(library)
+    else:
+        shop_library(folder)
+        library.chmod(0)
+        if os.access(library, os.R_OK):
+            pytest.skip("this user reads any file (root): an unreadable file cannot be made")
+    chats = [started(a0, "fix the bug in /tmp/test.py", project="shop", chat=f"chat{i}") for i in range(2)]
+    for s in chats:
+        assert s.state["plan_id"] == "bugfix_workflow"  # the global library: the chat goes on
+        s.user("thanks")
+        s.run_pass(IDLE)
+        said = [t for t in s.log.texts("warning") if "project's plan library" in t]
+        assert len(said) == 1, s.log.texts("warning")
+        assert str(library) in said[0] and "uses the global library" in said[0]
+
+
+def test_a_project_without_a_library_is_no_warning(a0):
+    s = started(a0, "fix the bug in /tmp/test.py", project="shop")
+    assert not [t for t in s.log.texts("warning") if "project's plan library" in t]
 
 
 def test_the_settings_page_moves_the_project_folder_and_the_library(a0):

@@ -72,3 +72,32 @@ def test_start_the_git_feature_branch_workflow_starts_it(a0_tree):
     activated = [e for e in a0_tree.audit(run.chat_id) if e.get("type") == "plan_activated"]
     assert [(e["plan"], e.get("said")) for e in activated] == [("git_feature_branch",
                                                                 "start the Git Feature Branch workflow")]
+
+
+
+def asked_at_isolate(tree, message: str):
+    """A bug fix run whose first monologue ends at 'Isolate the root cause' with the agent asking the user a
+    question; then the user says ``message``."""
+    p = project(tree)
+    run = bug_run(tree, p, [run_tests(p, "Reproduce"),
+                            respond("Reproduced. Should I put the zero check at the start or the end of divide()?"),
+                            respond("Understood.")], more=(message,))
+    assert run.overrun == 0 and len(run.calls) == 3
+    return run
+
+
+def test_a_one_word_answer_to_the_agents_question_is_no_control(a0_tree):
+    run = asked_at_isolate(a0_tree, "end")
+    answer = run.last_user[2]
+    assert "WORKFLOW STOPPED" not in answer and "[WORKFLOW CONTROL]" not in answer
+    assert "Current step: Isolate the root cause" in answer  # the run goes on, its step shown
+    events = a0_tree.audit(run.chat_id)
+    assert "plan_stopped" not in types(events) and said(events, "plan_stopped") == []
+    state = a0_tree.state(run.chat_id)
+    assert state["status"] == "active" and state["current_node"] == "isolate"
+
+
+def test_after_a_question_stop_the_workflow_still_stops(a0_tree):
+    run = asked_at_isolate(a0_tree, "stop the workflow")
+    assert "[WORKFLOW STOPPED by the user: Bug Fix Workflow]" in run.last_user[2]
+    assert said(a0_tree.audit(run.chat_id), "plan_stopped") == ["stop the workflow"]

@@ -1,6 +1,7 @@
 """Agent-Zero stopped during an LLM call, the chat loaded again, then the web UI's Nudge (as the real loop does
 it: tests/test_real_loop.py): each result is judged once, and the next call says the run resumed."""
 
+import json
 import os
 from pathlib import Path
 
@@ -70,30 +71,49 @@ def test_a_nudge_without_a_restart_shows_the_step_again():
 
 
 
-def test_a_damaged_checkpoint_is_said_and_the_chat_s_state_is_used():
+def log_cut_to(log: Path, seq: int) -> None:
+    """The run's audit log as a stop before its lines were written leaves it: its lines up to ``seq``."""
+    lines = log.read_bytes().splitlines(keepends=True)
+    log.write_bytes(b"".join(line for line in lines if json.loads(line)["seq"] <= seq))
+
+
+def test_a_damaged_checkpoint_behind_which_the_log_went_on_ends_the_run_and_repeats_no_seq():
+    """The chat's state is behind the log (the stop came after the pass's lines) and the checkpoint that held the
+    rest is damaged: resuming would judge that result again, so the run ends, said once, its log going on."""
     s, model = at_first_failed_fix()
     s = s.stopped_during_call()
-    checkpoint = next((Path(os.environ["A0_ROOT"]) / "usr" / "graph_engine" / "runs").rglob("*.state.json"))
+    runs = Path(os.environ["A0_ROOT"]) / "usr" / "graph_engine" / "runs"
+    checkpoint = next(runs.rglob("*.state.json"))
     checkpoint.write_text('{"run_id": "%s", "audit_seq": 999, "schema": "nonsense"}'
                           % s.agent.get_data("graph_engine_state")["run_id"])
     s.nudge()
-    told = s.run_pass(model).prompt_extras["htn_active_plan"]
-    assert "[WORKFLOW RESUMED: Bug Fix Workflow]" in told  # the run goes on from the chat's state
-    assert any("checkpoint" in t and "not usable" in t for t in s.log.texts("warning"))
+    s.run_pass(model)
+    assert s.state is None and s.agent._htn_last_run["events"][-1]["type"] == "state_rejected"
+    warned = [t for t in s.log.texts("warning") if "resuming would judge those results again" in t]
+    assert len(warned) == 1 and "send the request again" in warned[0]
+    seqs = [e["seq"] for e in read_lines(str(next(runs.rglob("*.jsonl"))))]
+    assert seqs == list(range(1, len(seqs) + 1))  # no seq twice, none missing
 
 
 def test_a_checkpoint_cut_short_by_a_stop_mid_write_is_passed_over_and_the_chat_s_state_is_used():
-    """The checkpoint is written over in place: a stop during that write leaves the start of the new text
-    over the end of the old one, which does not parse; the run resumes as it would without a checkpoint."""
+    """The checkpoint is written over in place, before the pass's audit lines: a stop during that write leaves
+    the start of the new text over the end of the old one, which does not parse, and the lines unwritten; the
+    run resumes from the chat's state, which the log agrees with."""
     s, model = at_first_failed_fix()
+    saved_seq = s.agent.get_data("graph_engine_state")["audit_seq"]
     s = s.stopped_during_call()
-    checkpoint = next((Path(os.environ["A0_ROOT"]) / "usr" / "graph_engine" / "runs").rglob("*.state.json"))
+    runs = Path(os.environ["A0_ROOT"]) / "usr" / "graph_engine" / "runs"
+    checkpoint = next(runs.rglob("*.state.json"))
     whole = checkpoint.read_bytes()
     checkpoint.write_bytes(whole[: len(whole) // 2] + whole)  # a longer text cut off by the old one's end
+    log_cut_to(next(runs.rglob("*.jsonl")), saved_seq)
     s.nudge()
     told = s.run_pass(model).prompt_extras["htn_active_plan"]
     assert "[WORKFLOW RESUMED: Bug Fix Workflow]" in told and "Current step: Implement the fix" in told
     assert not s.log.texts("error")
+    assert len([t for t in s.log.texts("warning") if "cannot be read" in t and "checkpoint" in t]) == 1
+    seqs = [e["seq"] for e in read_lines(str(next(runs.rglob("*.jsonl"))))]
+    assert seqs == list(range(1, len(seqs) + 1))
 
 
 def test_a_checkpoint_written_again_replaces_a_longer_one_whole(tmp_path):

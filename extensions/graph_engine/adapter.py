@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import asking, card, control, engine, render, settings
-from .audit import AuditLog, read_checkpoint, read_lines, runs_dir
+from .audit import AuditLog, checkpoint_path, read_checkpoint, read_lines, replace_file, runs_dir
 from .catalogue import LibraryCache
 from .history import (CallOutput, from_framework, new_intervention, newest_call_output, reply_before_user_message,
                       user_words)
@@ -45,7 +45,8 @@ CHECKED_ATTR = "_graph_engine_written"  # the state object this module last wrot
 SPOOL_KEY = "graph_engine_audit_spool"  # agent data, saved with the chat: audit lines not written yet
 MAX_SPOOL_LINES = 2_000
 MAX_FULL_OUTPUT = 4 * 1024 * 1024
-MAX_LOGGED_ONCE = 256
+MAX_LOGGED_ONCE = 4096  # (chat, warning) pairs said
+MAX_STANDING = 32  # the library's problems told to each chat that meets it
 MAX_ITERATION = 10 ** 9
 SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 ENDED = tuple(x for x in STATUSES if x != "active")
@@ -65,6 +66,8 @@ class Runtime:
         self.audit = AuditLog(runs_dir(a0_root))
         self.warming = threading.Lock()  # held by the warm-up thread while it loads the library: a pass waits
         self.held: list[str] = []  # problem lines the warm-up's load found, said by the next pass
+        self.standing: list[str] = []  # the problems of the library version in use, told to each chat once
+        self.standing_of: Any = None  # that version
 
     @property
     def org_dir(self) -> str:
@@ -210,8 +213,14 @@ def _prepare(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: settings.S
         count = len(library) if library is not None else 0
         _log(agent, "info", f"[HTN] The plan library {rt.library.path} loads again ({count} plan"
                             f"{'' if count == 1 else 's'})")
-    for line in problems:
-        _log_once(rt, agent, "warning", f"[HTN] {line}")
+    if library is not rt.standing_of:  # a new version of the library: what was said of the old one is past
+        rt.standing_of, rt.standing = library, []
+    if problems:
+        rt.standing = (rt.standing + [f"[HTN] {line}" for line in problems])[-MAX_STANDING:]
+    for line in rt.standing:  # each chat that meets the library is told, once
+        _log_once(rt, agent, "warning", line)
+    while rt.audit.notes:
+        _log(agent, "warning", f"[HTN] Audit log {rt.audit.notes.pop(0)}")
     if isinstance(getattr(agent, "data", None), dict) and agent.data.get(SPOOL_KEY):
         _flush_spool(rt, agent)  # lines a folder refused earlier: written by the first pass that can
     raw_state = getattr(agent, STATE_ATTR, None)
@@ -231,6 +240,8 @@ def _prepare(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: settings.S
         return None  # an escalated run stays readable for the rest of the pass in which it ended
     source = f"the chat's saved {DATA_KEY}" if restored else f"agent.{STATE_ATTR}"
     state = _usable_state(rt, agent, raw_state, obs, source)
+    if state is not None and restored:
+        state = _reconcile(rt, agent, state)
     if state is not None and restored:
         state = _resume(rt, agent, state)
     question = None
@@ -318,7 +329,15 @@ def observe(agent: Any, loop_data: Any, hook: str, state: Any = None,
         pace_level=_pace_at_pass_start(agent, (monologue, iteration)),
         control_seen=_text_attr(agent, CONTROL_ATTR) if words else "",
         now=now(),
+        asked=bool(words) and iteration == 0 and _asked_user(history),
     )
+
+
+def _asked_user(history: Any) -> bool:
+    """Whether the agent's reply before the user's message asked the user something (a "?" in its response):
+    the message is then an answer, a control only when it says so (control.parse)."""
+    before = reply_before_user_message(history)
+    return before is not None and before.tool == "response" and ("?" in before.text or "？" in before.text)
 
 
 def _iteration(loop_data: Any) -> int:
@@ -362,7 +381,13 @@ def _newest_record(rt: Runtime, agent: Any, saved: Any) -> Any:
     before the hook returned."""
     if not isinstance(saved, dict) or not isinstance(saved.get("run_id"), str):
         return saved
-    newer = read_checkpoint(rt.audit.path(_chat_id(agent), saved["run_id"]))
+    path = rt.audit.path(_chat_id(agent), saved["run_id"])
+    newer = read_checkpoint(path)
+    if newer is None and os.path.lexists(checkpoint_path(path)):
+        _log_once(rt, agent, "warning", f"[HTN] The checkpoint of run {saved['run_id']} at {checkpoint_path(path)} "
+                                        "cannot be read (damaged, cut short or not a regular file); the run continues "
+                                        "from the chat's saved state, unless that is behind its audit log",
+                  key=f"checkpoint-read:{path}")
     if (not isinstance(newer, dict) or newer.get("run_id") != saved["run_id"]
             or not isinstance(newer.get("audit_seq"), int) or not isinstance(saved.get("audit_seq", 0), int)
             or newer["audit_seq"] <= saved.get("audit_seq", 0)):
@@ -376,6 +401,40 @@ def _newest_record(rt: Runtime, agent: Any, saved: Any) -> Any:
                         f"before its last {newer['audit_seq'] - saved.get('audit_seq', 0)} audit event(s); the run "
                         "continues from the audit log's checkpoint")
     return checked
+
+
+def _logged_seq(rt: Runtime, agent: Any, run_id: str) -> int:
+    """The last seq the run's audit log holds (0: no log, or one that cannot be read, said once)."""
+    path = rt.audit.path(_chat_id(agent), run_id)
+    try:
+        return rt.audit.last_seq(path)
+    except OSError as exc:
+        _log_once(rt, agent, "warning", f"[HTN] Audit log {path} cannot be read ({exc.strerror or exc}); the run "
+                                        "continues, and its lines are kept with the chat", key=f"audit:{path}")
+        return 0
+
+
+def _reconcile(rt: Runtime, agent: Any, state: dict) -> dict | None:
+    """A restored run against its audit log, which holds each judged result once: a state that is behind its log
+    would judge those results again, so it ends the run (one warning; the end continues the log's seqs); the
+    lines a stop kept out of the log are written from the state."""
+    logged = _logged_seq(rt, agent, state["run_id"])
+    have = state.get("audit_seq", 0)
+    if logged > have:
+        _reject(rt, agent, state, f"its saved state stops at audit event {have}, its audit log at {logged}: the "
+                                  "checkpoint that held the rest is missing or damaged, and resuming would judge "
+                                  "those results again; send the request again to start it anew",
+                "the chat's saved state")
+        return None
+    if logged < have:
+        taken = rt.audit.take(state, _chat_id(agent), int(getattr(agent, "number", 0) or 0), after=logged)
+        if taken is not None:
+            try:
+                rt.audit.write(taken[0], taken[1])
+            except OSError as exc:
+                _spool_warning(rt, agent, taken[0], exc)
+                _keep(rt, agent, _spool_of(agent) or [], [taken[0], taken[1].decode("utf-8", "replace"), False])
+    return state
 
 
 def _resume(rt: Runtime, agent: Any, state: dict) -> dict | None:
@@ -488,6 +547,9 @@ def _usable_state(rt: Runtime, agent: Any, raw: Any, obs: engine.Observation, so
         _reject(rt, agent, raw, problem, source)
         return None
     if state.get("status", "active") != "active":
+        if source != f"agent.{STATE_ATTR}" and isinstance(state.get("run_id"), str):  # ended before a restart
+            _reconcile(rt, agent, state)  # (its last lines, when the stop came before they were written)
+            setattr(agent, "_htn_last_run", state)
         _clear_state(agent)  # a run that ended in an earlier pass
         return None
     return upgrade(state)
@@ -518,6 +580,7 @@ def _reject(rt: Runtime, agent: Any, raw: Any, problem: str, source: str) -> Non
               "plan_id": plan_id if isinstance(plan_id, str) else "", "events": [end]}
     seq, turn = (_count(raw.get(k)) if isinstance(raw, dict) else None for k in ("seq", "turn"))
     if record["run_id"] and seq is not None:  # the run's own log ends with the rejection, in sequence
+        seq = max(seq, _logged_seq(rt, agent, record["run_id"]))  # (after what the log holds: no seq twice)
         end["seq"], end["turn"] = seq + 1, turn or 0
         version = raw.get("plan_version")
         _audit(rt, agent, dict(record, plan_version=version if isinstance(version, str) else "", audit_seq=seq))
@@ -607,34 +670,48 @@ def _save(agent: Any, state: dict | None) -> None:
 
 
 def _audit(rt: Runtime, agent: Any, state: dict) -> None:
-    """Write the run's new audit lines; lines that cannot be written go to the spool saved with the chat, so the
+    """Write the run's checkpoint, then its new audit lines (a log is never ahead of its checkpoint: see audit.py);
+    lines that cannot be written, or whose checkpoint cannot be, go to the spool saved with the chat, so the
     state never counts a line as written that is not in a file or in the spool."""
-    spool = _flush_spool(rt, agent)
     taken = rt.audit.take(state, _chat_id(agent), int(getattr(agent, "number", 0) or 0))
     if taken is None:
         return
     path, blob, seq = taken
     state["audit_seq"] = seq  # from here the lines are in the file, or in the spool
     done = state.get("status", "active") != "active"
-    if not spool:
-        try:
-            rt.audit.write(path, blob, done)
-        except OSError as exc:
-            _spool_warning(rt, agent, exc)
-        else:
-            problem = rt.audit.checkpoint(path, state)  # without one, a restart resumes from the chat as before
-            if problem:
-                _log_once(rt, agent, "warning", f"[HTN] Checkpoint of run {state.get('run_id')} not written beside "
-                                                f"{path} ({problem}); a restart during the next model call resumes "
-                                                "from the chat's saved state", key=f"checkpoint:{rt.audit.root}")
-            return
+    problem = rt.audit.checkpoint(path, state)
+    if problem and done:
+        problem = ""  # an ended run is resumed by nobody: its last lines need no checkpoint before them
+    if problem:
+        _log_once(rt, agent, "warning", f"[HTN] Audit log not written: the checkpoint of run {state.get('run_id')} "
+                                        f"at {checkpoint_path(path)} cannot be written ({problem}); the workflow "
+                                        "continues, and its lines are kept with the chat and written once it can be "
+                                        "(make its folder writable and the file a regular one)",
+                  key=f"checkpoint:{path}")
+        spool = _spool_of(agent) or []
+    else:
+        spool = _flush_spool(rt, agent)  # what waited for a checkpoint or a writable folder: written first
+        if not spool:
+            try:
+                rt.audit.write(path, blob, done)
+                return
+            except OSError as exc:
+                _spool_warning(rt, agent, path, exc)
     _keep(rt, agent, spool or [], [path, blob.decode("utf-8", "replace"), done])
 
 
-def _spool_warning(rt: Runtime, agent: Any, exc: OSError) -> None:
-    _log_once(rt, agent, "warning", f"[HTN] Audit log not written to {rt.audit.root} ({exc.strerror or exc}); the "
-                                    "workflow continues, and its lines are kept with the chat and written once the "
-                                    "folder is writable", key=f"audit:{rt.audit.root}")
+def _spool_warning(rt: Runtime, agent: Any, path: str, exc: OSError) -> None:
+    _log_once(rt, agent, "warning", f"[HTN] Audit log {path} not written ({exc.strerror or exc}); the workflow "
+                                    "continues, and its lines are kept with the chat and written once it can be",
+              key=f"audit:{path}")
+
+
+def _spool_of(agent: Any) -> list | None:
+    try:
+        spool = agent.get_data(SPOOL_KEY)
+    except Exception:  # noqa: BLE001 - an agent without data has no spool
+        return None
+    return spool if isinstance(spool, list) else None
 
 
 def _flush_spool(rt: Runtime, agent: Any) -> list | None:
@@ -660,14 +737,15 @@ def _flush_spool(rt: Runtime, agent: Any) -> list | None:
         except (TypeError, ValueError):
             pass  # a damaged entry: dropped below
         except OSError as exc:
-            _spool_warning(rt, agent, exc)
+            _spool_warning(rt, agent, str(path), exc)
             break
         else:
             lines += str(text).count("\n")
         spool.pop(0)
     agent.set_data(SPOOL_KEY, spool or None)
     if lines:
-        rt.logged_once.discard(f"audit:{rt.audit.root}")  # a new failure is said again
+        for key in [k for k in rt.logged_once if k.split("|", 1)[-1].startswith("audit:")]:
+            rt.logged_once.discard(key)  # a new failure is said again
         _log(agent, "info", f"[HTN] Audit log: {lines} line(s) kept while {rt.audit.root} could not be written "
                             "are written now")
     return spool
@@ -887,16 +965,14 @@ def _picture(rt: Runtime, agent: Any, plan: Plan, state: dict, events: list[dict
     """The picture of an ended run beside its audit log; its path, or '' when it cannot be written."""
     log_path = rt.audit.path(_chat_id(agent), state["run_id"])
     events = _run_events(log_path, events)
+    path = log_path[: -len(".jsonl")] + ".svg"
     try:
         suffix, text = run_picture(plan, events)
         path = log_path[: -len(".jsonl")] + suffix
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.tmp{os.getpid()}.{threading.get_ident()}"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
+        replace_file(path, text.encode("utf-8"))
     except (OSError, ValueError) as exc:
-        _log_once(rt, agent, "warning", f"[HTN] Picture of the run not written to {os.path.dirname(log_path)} "
+        _log_once(rt, agent, "warning", f"[HTN] Picture of the run not written to {path} "
                                         f"({getattr(exc, 'strerror', None) or exc}); `graph-engine render "
                                         f"--trace` draws it from the audit log", key=f"picture:{rt.audit.root}")
         return ""
@@ -930,7 +1006,8 @@ def _log(agent: Any, level: str, text: str) -> None:
 
 
 def _log_once(rt: Runtime, agent: Any, level: str, text: str, key: str = "") -> None:
-    key = key or text
+    """Said once to each chat that meets it (a warning that matters to a chat reaches every chat)."""
+    key = f"{_chat_id(agent)}|{key or text}"
     if key in rt.logged_once:
         return
     if len(rt.logged_once) >= MAX_LOGGED_ONCE:

@@ -4,14 +4,27 @@ Files: ``<runs dir>/<chat id>/<run id>.jsonl`` where the runs dir is
 ``GRAPH_ENGINE_RUNS_DIR`` or ``<Agent-Zero root>/usr/graph_engine/runs``.  A line carries the time, the chat id, the agent number, the run id,
 the plan id and version hash, and the event (its type, turn, seq, node and the
 event's own fields: verdict and reason with the evidence's sha256, the edge
-taken with its condition, ...).  The lines of one hook call go out in a single
-write to an append-only descriptor (no buffer in this process) before the call
-returns, so a crash loses at most the lines of the call in progress (a torn last
-line is skipped on reading).  Before each write the open file is checked to
-still be the file at its path (device and inode): a deleted folder is made
-again; a folder replaced by a file makes the write fail.  The adapter keeps
-lines that could not be written in a spool saved with the chat, and writes
-them, oldest first, on the next hook call that can (of any run in the chat).
+taken with its condition, ...).
+
+Exactly once, whatever stops the process:
+
+* The run's checkpoint (its state as of its newest event, ``checkpoint``) is written BEFORE the event lines it
+  holds; so the log is never ahead of the checkpoint, and a restart that resumes from the checkpoint writes the
+  lines a stop kept from the log (``missing``).  A state behind its log (a checkpoint damaged or deleted by
+  hand) is refused by the adapter: judging again would write the same verdicts twice.
+* Each seq is written once: the writer knows the last seq of each log (read from its tail when it opens it)
+  and leaves out the lines it already holds.
+* Lines are whole: a write that fails part way (a full disk) is cut back to where it started, so no fragment
+  is left for a later line to be glued to; a log found ending in a fragment (a stop mid-write) has it moved
+  aside to ``<run>.jsonl.torn`` before anything is appended, and the adapter says so in one line.
+* Only a regular file is written, opened without blocking: a FIFO, a device or a folder in a log's place is
+  refused at once.
+
+The lines of one hook call go out in a single write to an append-only descriptor (no buffer in this process)
+before the call returns.  Before each write the open file is checked to still be the file at its path (device
+and inode): a deleted folder is made again; a folder replaced by a file makes the write fail.  The adapter keeps
+lines that could not be written in a spool saved with the chat, and writes them, oldest first, once a
+checkpoint could be written again.
 
 Retention: a chat's folder keeps its newest ``GRAPH_ENGINE_RUNS_KEEP`` files
 (default 50): when creating a run file would take it over that number by a fifth,
@@ -22,11 +35,14 @@ folder, and chat folders left empty are removed.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import stat
+import threading
 import time
+import weakref
 from collections import OrderedDict
 from datetime import datetime, timezone
 from typing import Any, Iterator
@@ -53,6 +69,14 @@ CHAIN_KEY = "checkpoint_chain"  # in a snapshot: the name its journal's records 
 MAX_CHECKPOINT = 8 << 20
 MIN_JOURNAL = 64 * 1024  # a journal is folded into a new snapshot past twice the snapshot's size, or this
 _NOFOLLOW, _CLOEXEC = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_CLOEXEC", 0)
+TORN_SUFFIX = ".torn"  # beside a log: fragments of lines a stop cut short, moved out of the log
+TAIL_BYTES = 256 * 1024  # read from a log's end to find its last whole line (a line is at most a few KB)
+_SEQ = re.compile(rb'"seq":\s*(\d+)')
+
+
+def _write(fd: int, data: bytes) -> int:
+    """os.write: every byte the pack writes to a run's files goes through here (the crash tests stop here)."""
+    return os.write(fd, data)
 _ENCODE = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False, separators=(", ", ": ")).encode
 
 
@@ -107,6 +131,9 @@ class AuditLog:
         self._heads: dict[tuple, bytes] = {}  # (path, agent, plan, version) -> the fixed part of a line
         self._files_in: dict[str, int] = {}  # chat folder -> run files counted since the last prune
         self._journals: OrderedDict[str, _Journal] = OrderedDict()  # run file -> its checkpoint's journal
+        self._written: dict[str, int] = {}  # run file -> the last seq it holds (known since it was opened)
+        self.notes: list[str] = []  # what the adapter says once in the agent's log (a torn line moved aside)
+        weakref.finalize(self, _close_descriptors, self._open, self._journals)  # a log dropped closes its files
 
     def path(self, chat_id: str, run_id: str) -> str:
         key = (chat_id, run_id)
@@ -128,9 +155,11 @@ class AuditLog:
         state["audit_seq"] = seq
         return blob.count(b"\n")
 
-    def take(self, state: dict[str, Any], chat_id: str, agent_number: int) -> tuple[str, bytes, int] | None:
-        """(the run's file, its lines not written yet, the seq they reach), or None when there are none."""
-        done = state.get("audit_seq", 0) or 0
+    def take(self, state: dict[str, Any], chat_id: str, agent_number: int,
+             after: int | None = None) -> tuple[str, bytes, int] | None:
+        """(the run's file, its lines not written yet, the seq they reach), or None when there are none;
+        ``after``: the seq the lines start after (default: the state's ``audit_seq``)."""
+        done = (state.get("audit_seq", 0) or 0) if after is None else after
         events = state.get("events") or ()
         start = len(events)  # events are in seq order: the pending ones are the tail
         while start and events[start - 1].get("seq", 0) > done:
@@ -145,19 +174,52 @@ class AuditLog:
         return path, blob, events[-1]["seq"]
 
     def write(self, path: str, blob: bytes, done: bool = False) -> None:
-        """Append whole lines in one write (the kernel has them when it returns: a crash of this process loses
-        nothing written; a short write goes on where it stopped).  The open file is first checked to still be
-        the file at ``path`` (a deleted or replaced folder is made again, or the write fails).  Raises OSError."""
+        """Append whole lines in one write (the kernel has them when it returns: a stop of this process loses
+        nothing written), leaving out those whose seq the log holds already.  A write that fails part way is cut
+        back to where it started (no fragment stays).  The open file is first checked to still be the file at
+        ``path`` (a deleted or replaced folder is made again, or the write fails).  Raises OSError."""
         fd = self._handle(path)
+        blob = self._new_lines(path, blob)
+        if not blob:
+            if done:
+                self.close(path)
+            return
         try:
-            written = os.write(fd, blob)
-            while written < len(blob):
-                written += os.write(fd, blob[written:])
+            start = os.lseek(fd, 0, os.SEEK_END)
         except OSError:
             self.close(path)
             raise
+        try:
+            written = _write(fd, blob)
+            while written < len(blob):
+                written += _write(fd, blob[written:])
+        except OSError:
+            try:  # what went out of this write: back out, whole lines only
+                os.ftruncate(fd, start)
+            except OSError:
+                pass
+            self.close(path)
+            raise
+        last = _last_seq_in(blob)
+        if last is not None:
+            self._written[path] = last
         if done:
             self.close(path)  # the run ended: its file is complete
+
+    def _new_lines(self, path: str, blob: bytes) -> bytes:
+        """The lines of ``blob`` whose seq is past the last the log holds."""
+        known = self._written.get(path, 0)
+        if not known:
+            return blob
+        kept = [line for line in blob.splitlines(keepends=True) if (_seq_of(line) or 0) > known]
+        return b"".join(kept)
+
+    def last_seq(self, path: str) -> int:
+        """The last seq a run's log holds (0 without a log); its torn end, if any, moved aside first."""
+        if not os.path.exists(path):
+            return 0
+        self._handle(path)
+        return self._written.get(path, 0)
 
     def checkpoint(self, path: str, state: dict[str, Any]) -> str:
         """The run's checkpoint brought to ``state`` (as of the audit lines just written to ``path``): one record
@@ -170,7 +232,11 @@ class AuditLog:
             if kept.append(journal_path(path), state):
                 self._keep_journal(path, kept)
                 return ""
-            kept.close()
+            kept.close()  # (its file gone, or a pass a record cannot say): a snapshot, in a folder made again
+        try:
+            self._folder_for(path)
+        except OSError as exc:
+            return exc.strerror or str(exc)
         try:
             data = _dumps(state)
         except (TypeError, ValueError) as exc:
@@ -212,13 +278,13 @@ class AuditLog:
                 self._open.move_to_end(path)
                 return opened[0]
             self.close(path)  # deleted or replaced since it was opened: its lines would go nowhere
-        if not os.path.exists(path):
-            folder = os.path.dirname(path)
-            self._prune(folder)
-            os.makedirs(folder, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        self._folder_for(path)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC, 0o644)
         try:
             st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):  # a FIFO or a device in its place: never written, never waited on
+                raise OSError(errno.EINVAL, f"{path} is not a regular file")
+            self._written[path] = self._mend(fd, path, st.st_size)
         except OSError:
             os.close(fd)
             raise
@@ -226,6 +292,40 @@ class AuditLog:
         while len(self._open) > MAX_OPEN:
             self.close(next(iter(self._open)))
         return fd
+
+    def _folder_for(self, path: str) -> None:
+        """Before a run's first file is made: its chat's folder, made (and its oldest runs pruned)."""
+        if not os.path.exists(path):
+            folder = os.path.dirname(path)
+            self._prune(folder)
+            os.makedirs(folder, exist_ok=True)
+
+    def _mend(self, fd: int, path: str, size: int) -> int:
+        """A log opened for appending: a fragment after its last newline (a stop cut a line short) is moved to
+        ``<run>.jsonl.torn`` and cut off, so the next line starts on a line of its own; returns the last seq of
+        its whole lines."""
+        if size == 0:
+            return 0
+        start = max(0, size - TAIL_BYTES)
+        tail = os.pread(fd, size - start, start)
+        end = tail.rfind(b"\n") + 1
+        if end < len(tail):
+            fragment = tail[end:]
+            problem = _write_file(path + TORN_SUFFIX, fragment + b"\n", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+            if problem:
+                raise OSError(errno.EIO, f"its torn last line could not be kept aside ({problem})")
+            os.ftruncate(fd, start + end)
+            self.notes.append(f"{path}: its last line was cut short ({len(fragment)} bytes, a stop during a write); "
+                              f"the fragment was moved to {path + TORN_SUFFIX} and the log goes on from its last "
+                              "whole line")
+        return _last_seq_in(tail[:end]) or 0
+
+    def close_all(self) -> None:
+        """Every descriptor this log holds (run files and journals): a runtime that is dropped closes them."""
+        for path in list(self._open):
+            self.close(path)
+        while self._journals:
+            self._journals.popitem()[1].close()
 
     def close(self, path: str) -> None:
         opened = self._open.pop(path, None)
@@ -243,6 +343,7 @@ class AuditLog:
             files = sorted(_run_files(chat_dir), key=lambda p: (os.path.getmtime(p), p))
             for old in files[: max(0, len(files) - (keep - 1))]:
                 _unlink_run(old)
+            _unlink_strays(chat_dir)
             count = min(len(files), keep - 1)
         self._files_in[chat_dir] = count + 1
         if not self._swept:
@@ -264,6 +365,7 @@ class AuditLog:
                         _unlink_run(path)
                 except OSError:
                     continue
+            _unlink_strays(chat)
             try:
                 os.rmdir(chat)  # only succeeds when empty
             except OSError:
@@ -294,9 +396,9 @@ class _Journal:
         if self.size + len(line) > self.limit or _identity(path) != self.ident:
             return False
         try:
-            written = os.write(self.fd, line)
+            written = _write(self.fd, line)
             while written < len(line):
-                written += os.write(self.fd, line[written:])
+                written += _write(self.fd, line[written:])
         except OSError:
             return False  # a torn record ends the replay; the snapshot written next empties the journal
         mark = journal.mark(state)
@@ -399,9 +501,9 @@ def _write_file(path: str, data: bytes, flags: int) -> str:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):  # never write into a FIFO or a device put in its place
             return "not a regular file"
-        written = os.write(fd, data)
+        written = _write(fd, data)
         while written < len(data):
-            written += os.write(fd, data[written:])
+            written += _write(fd, data[written:])
         if not flags & os.O_APPEND:
             os.ftruncate(fd, len(data))
         return ""
@@ -437,13 +539,79 @@ def read_checkpoint(log_path: str) -> Any:
     return state
 
 
+def _seq_of(line: bytes) -> int | None:
+    m = _SEQ.search(line)
+    return int(m.group(1)) if m else None
+
+
+def _last_seq_in(blob: bytes) -> int | None:
+    """The seq of the last line of ``blob`` that names one."""
+    end = len(blob)
+    while end > 0:
+        start = blob.rfind(b"\n", 0, end - 1) + 1
+        seq = _seq_of(blob[start:end])
+        if seq is not None:
+            return seq
+        end = start
+    return None
+
+
+TMP_MARK = ".tmp"  # a file being written: <name>.tmp<pid>.<thread>, renamed over <name> when whole
+
+
+def replace_file(path: str, data: bytes) -> None:
+    """``path`` replaced whole by ``data`` (a new file renamed over it); on any failure the new file is
+    removed, so a full disk leaves nothing behind."""
+    tmp = f"{path}{TMP_MARK}{os.getpid()}.{threading.get_ident()}"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink(tmp)
+        raise
+
+
+def _close_descriptors(opened: dict, journals: dict) -> None:
+    for fd, _inode in opened.values():
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    for kept in journals.values():
+        kept.close()
+    opened.clear()
+    journals.clear()
+
+
 def _unlink_run(path: str) -> None:
     """A run's audit log and what was written beside it: its checkpoint, the picture when the run ended."""
     _unlink(path)
     _unlink(checkpoint_path(path))
     _unlink(journal_path(path))
+    _unlink(path + TORN_SUFFIX)
     for suffix in PICTURE_SUFFIXES:
         _unlink(path[: -len(".jsonl")] + suffix)
+
+
+STRAY_SECONDS = 60  # a file being written that is older than this was left by a failed write or a stop
+
+
+def _unlink_strays(folder: str) -> None:
+    """Files a failed write or a stop left half written in a chat's folder (``<name>.tmp<pid>.<thread>``)."""
+    cutoff = time.time() - STRAY_SECONDS
+    try:
+        strays = [e.path for e in os.scandir(folder) if TMP_MARK in e.name and e.is_file(follow_symlinks=False)
+                  and e.stat(follow_symlinks=False).st_mtime < cutoff]
+    except OSError:
+        return
+    for stray in strays:
+        _unlink(stray)
 
 
 def _unlink(path: str) -> None:

@@ -14,6 +14,9 @@ Rules (documented in the README's "Steering a run", pinned by ``fixtures/control
   workflow", "go back to step 9") is still a control, answered with what exists; one that did not is an
   ordinary message ("go back to the office", "run the tests"), and a plan is then started only by its exact
   name ("start the Dependency Update").
+* An answer is not a control: when the agent's last reply asked the user something (``asked``), a short
+  answer ("end", "back", "stop", "skip") answers it; a control then needs one of the words workflow, plan
+  or step ("stop the workflow", "skip this step", "workflow status": every canonical form has one).
 
 Pure: no Agent-Zero, no I/O.
 """
@@ -137,12 +140,16 @@ def _may_be_control(message: str) -> bool:
         rest = parts[1]
 
 
-def parse(message: str) -> Control | None:
-    """The control a message is, or None (most messages)."""
+_SAYS_WORKFLOW = frozenset(("workflow", "workflows", "plan", "plans", "step", "steps"))
+
+
+def parse(message: str, asked: bool = False) -> Control | None:
+    """The control a message is, or None (most messages); ``asked``: the agent's last reply asked the user a
+    question, so the message is a control only when it says workflow, plan or step."""
     if not message or len(message) > MAX_CONTROL_CHARS or not _may_be_control(message):
         return None
     text = words(message)
-    if not text:
+    if not text or (asked and _SAYS_WORKFLOW.isdisjoint(text.split())):
         return None
     for kind, rx in _COMPILED:
         m = rx.fullmatch(text)

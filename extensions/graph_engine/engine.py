@@ -71,6 +71,7 @@ class Observation:
     now: float = 0.0  # seconds since the epoch, for human gates with a timeout (0: the time is not known)
     matched: bool = False  # the host matched the new message for this hook call (``match``, None: no plan)
     match: Match | None = None
+    asked: bool = False  # the agent's reply before this message asked the user a question (control.parse)
 
     @property
     def pass_key(self) -> str:
@@ -642,6 +643,14 @@ class Decision:
     reason: str = ""
 
 
+ANSWER_WORDS = 3  # a message this short after the agent asked the user something is the answer
+
+
+def answers_question(obs: Observation) -> bool:
+    """The message answers the question the agent's last reply asked ("end", "the new one"): the run goes on."""
+    return obs.asked and 0 < len(obs.user_message.split()) <= ANSWER_WORDS
+
+
 def decide(plans: Iterable[Plan], run: Run | None, obs: Observation) -> Decision:
     """The rules of a new message.  With the domain unknown (the companion, or an intervention) only what the
     trigger phrases decide on their own is decided; the rest waits for the selector, which knows the domain."""
@@ -649,7 +658,7 @@ def decide(plans: Iterable[Plan], run: Run | None, obs: Observation) -> Decision
     human = run is not None and run.node.type == "human"
     if human and match_answer(run.plan, run.node, text) is not None:
         return Decision("answer")
-    if run is not None and not human and is_continuation(text):
+    if run is not None and not human and (is_continuation(text) or answers_question(obs)):
         return Decision("keep")
     match = message_match(plans, obs, obs.domain if known else None)
     if run is None:
@@ -739,7 +748,7 @@ def _confirm(plans: Iterable[Plan], run: Run, obs: Observation, fx: Effects, sta
         _withdraw(run, why)
     elif full is not None:
         _end(run, "ENDED", f"the new message matches plan '{full.plan.name}'")
-    elif run.node.type != "human" and domain_leaves_plan(run.plan, obs.domain):  # a gate waits for its answer
+    elif run.node.type != "human" and not answers_question(obs) and domain_leaves_plan(run.plan, obs.domain):
         _end(run, "ENDED", f"the new message is about '{obs.domain}', which this plan does not cover")
     else:
         return run
@@ -825,7 +834,7 @@ def _steer(plans: Iterable[Plan], run: Run | None, obs: Observation, fx: Effects
     """(whether the new message is a control, the run after it)."""
     if run is not None and run.state.get("message_monologue") == obs.message_id:
         return False, run  # this message was decided in an earlier hook call
-    ctl = control.parse(obs.user_message)
+    ctl = control.parse(obs.user_message, obs.asked)
     if ctl is None or (ctl.kind == "resume" and not (run is not None and run.state.get("paused"))):
         return False, run  # "continue the workflow" with nothing paused: an ordinary "go on"
     if ctl.kind == "start":

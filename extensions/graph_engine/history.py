@@ -18,6 +18,7 @@ _TOOL_NAME = re.compile(r'"tool_name"\s*:\s*"((?:[^"\\]|\\.)*)"')
 _NOT_FOUND = re.compile(r"^\s*Tool \S+ not found\b")
 MAX_TOOL_NAME = 200
 MAX_WORDS_DEPTH = 8  # a user message is a list of parts at most a few levels deep
+MAX_COMPRESSED_CHARS = 1 << 20  # a result history compression shortened is far shorter: a longer one is whole
 TAIL_SCAN = 8  # items looked at from the end; a call adds at most reply + result + a note or two
 
 
@@ -72,7 +73,8 @@ def _call_output(reply: str, result: dict) -> CallOutput:
     text = as_text(result.get("tool_result", ""))  # another extension may leave any value here
     tool = as_text(result.get("tool_name", ""), MAX_TOOL_NAME)
     file = result.get("file")
-    return CallOutput(reply, tool, text, COMPRESSED_MARK in text, file if isinstance(file, str) else "",
+    truncated = len(text) <= MAX_COMPRESSED_CHARS and COMPRESSED_MARK in text
+    return CallOutput(reply, tool, text, truncated, file if isinstance(file, str) else "",
                       _NOT_FOUND.match(text) is not None)
 
 

@@ -471,6 +471,9 @@ def no_such_plan(said: str, found: list[str]) -> str:
     if found:
         return control_line(f"'{said}' names {len(found)} workflows: {'; '.join(found)}. Ask the user which one "
                             "(\"start the <name> workflow\").")
+    if not said:
+        return control_line("Not started: the message names no workflow. Ask the user which one (\"start the "
+                            "<name> workflow\"); \"list workflows\" shows the ones you can run.")
     return control_line(f"Not started: no workflow is named '{said}'. Tell the user; \"list workflows\" shows "
                         "the ones you can run.")
 

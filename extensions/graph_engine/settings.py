@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import stat
 import sys
 import threading
 import time
@@ -214,10 +215,42 @@ def read(agent: Any) -> Settings:
             _PARSED.clear()
         parsed = _PARSED[key] = _parse(config, environment, problem)
     folder = project_folder(agent) if parsed.project_plans_folder else ""
-    library = os.path.join(folder, parsed.project_plans_folder, LIBRARY_NAME) if folder else ""
-    if library and os.path.isfile(library):
-        return replace(parsed, project_library=library)
-    return parsed
+    if not folder:
+        return parsed
+    library, problem = project_library(os.path.join(folder, parsed.project_plans_folder, LIBRARY_NAME))
+    if problem:
+        return replace(parsed, problems=parsed.problems + (problem,))
+    return replace(parsed, project_library=library) if library else parsed
+
+
+def project_library(path: str) -> tuple[str, str]:
+    """(the project's library, or ""; the problem with the one that is there, or ""): a project without one
+    uses the global library in silence, a project whose library cannot be read is told so."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return "", ""
+    except OSError as exc:
+        problem = f"cannot be read ({exc.strerror or exc})"
+    else:
+        if stat.S_ISREG(st.st_mode):
+            if os.access(path, os.R_OK):
+                return path, ""
+            problem = "cannot be read (permission denied)"
+        else:
+            problem = f"is {_kind(st.st_mode)}, not a plan library file"
+    return "", (f"[HTN] The project's plan library {path} {problem}; this chat uses the global library until it is "
+                "fixed (make it a readable JSON file, or remove it)")
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
 
 
 def _parse(config: dict[str, Any], environment: tuple, problem: str) -> Settings:

@@ -158,8 +158,9 @@ def capture(verify: Verify | None, evidence: Evidence, text: str | None = None) 
 
 
 def judged_text(evidence: Evidence) -> str:
-    """The text the checks read: cleaned and bounded (what the evidence hash covers)."""
-    return _bounded(clean_output(evidence.text))
+    """The text the checks read: bounded, then cleaned (what the evidence hash covers); bounded first, so a
+    100 MB result costs what a 1 MB one does."""
+    return clean_output(_bounded(evidence.text))
 
 
 def _allowed_roots() -> list[str]:
