@@ -441,12 +441,13 @@ def test_pictures_can_be_turned_off(project, monkeypatch):
     assert "Picture of the run" not in cards(s.log)[0].content
 
 
-def test_the_readme_shows_the_card_as_the_golden_file_pins_it():
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+@pytest.mark.parametrize("page, count", [("README.md", 1), ("docs/how-it-works.md", 2)])
+def test_the_readme_shows_the_card_as_the_golden_file_pins_it(page, count):
+    readme = (Path(__file__).resolve().parent.parent / page).read_text()
     block = readme[readme.index("<!-- card:begin -->"):readme.index("<!-- card:end -->")]
     shown = re.findall(r"```\n(.*?)```", block, re.S)
     pinned = (FIXTURES / "cards" / "bugfix_demo.txt").read_text()
-    assert len(shown) == 2 and all(card in pinned for card in shown)
+    assert len(shown) == count and all(card in pinned for card in shown)
 
 
 def test_a_chat_without_a_log_runs_the_workflow_without_a_card(project):

@@ -168,6 +168,6 @@ def test_the_trace_counts_each_node_as_often_as_the_run_entered_it():
 
 
 def test_the_readme_documents_the_exit_codes_and_the_expect_format():
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "plans.md").read_text()
     assert "2 an input that cannot be used" in readme and "1 a finding" in readme
     assert '--expect EVENTS.json' in readme and '[{"type": "retry_triggered", "node": "test"}' in readme

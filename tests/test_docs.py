@@ -57,12 +57,35 @@ def test_the_worked_example_is_the_example_file_and_validates_as_shown(capsys):
     assert "0 error(s), 0 warning(s) in 1 file(s)" in out
 
 
+def test_the_readme_is_short_and_every_link_of_the_docs_resolves():
+    """The README says what the pack is, the two commands and where to read on (at most 250 lines); every
+    relative link of the README and docs/ names a file that exists."""
+    readme = ROOT / "README.md"
+    assert len(readme.read_text().splitlines()) <= 250
+    for page in (readme, *(ROOT / "docs").glob("*.md")):
+        for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", page.read_text()):
+            assert (page.parent / target).exists(), (page.name, target)
+
+
 def test_the_readme_layout_names_every_module():
-    """The README's Layout paragraph lists the runtime package's modules and the tooling's, all of them."""
-    readme = (ROOT / "README.md").read_text()
+    """The Layout paragraph of docs/development.md lists the runtime package's modules and the tooling's."""
+    readme = (ROOT / "docs" / "development.md").read_text()
     layout = readme[readme.index("Layout: `extensions/`"):]
     layout = layout[:layout.index("`plan_library/`")]
     package = ROOT / "extensions" / "graph_engine"
     modules = [p.stem for p in (*package.glob("*.py"), *(package / "tools").glob("*.py"))
                if not p.stem.startswith("__")]
     assert [m for m in modules if f"`{m}`" not in layout] == []
+
+
+def test_the_readme_counts_the_shipped_plans_and_the_matching_doc_the_labelled_set():
+    plans = json.loads((ROOT / "plan_library" / "htn_plan_library.json").read_text())["plans"]
+    spelled = {8: "Eight", 9: "Nine", 10: "Ten", 11: "Eleven", 12: "Twelve"}
+    assert f"{spelled.get(len(plans), len(plans))} plans ship" in (ROOT / "README.md").read_text()
+    cases = json.loads((ROOT / "fixtures" / "trigger_cases.json").read_text())
+    cases = cases["cases"] if isinstance(cases, dict) else cases
+    doc = (ROOT / "docs" / "matching.md").read_text()
+    assert f"holds {len(cases):,} messages" in doc
+    assert f"{sum(c.get('written') == 'blind' for c in cases):,} were written" in doc
+    for split in ("held_out", "fresh"):
+        assert f"{sum(c.get('split') == split for c in cases):,} (`\"split\": \"{split}\"`)" in doc

@@ -1,6 +1,6 @@
 """The user's controls of a run, said in the chat: which message is one, and what it names.
 
-Rules (documented in the README's "Steering a run", pinned by ``fixtures/control_messages.json``):
+Rules (documented in docs/steering.md, pinned by ``fixtures/control_messages.json``):
 
 * A control is a whole message: after politeness ("please", "ok", "can you", "thanks", ...) the user's
   words, lower-cased and without punctuation, must be one of the forms below, word for word.  A request

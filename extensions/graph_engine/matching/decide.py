@@ -1,6 +1,6 @@
 """Which plan, if any, a message starts: its phrases first, then its meaning; and whether it is a close call.
 
-Rules (the README and docs/matching.md say them; tests pin them):
+Rules (docs/matching.md says them; tests pin them):
 
 * Only the request text counts (``words.request_text``): a message that asks for no work starts nothing.
 * A plan whose trigger phrases reach its threshold (``words.score_plan``) starts, unless meaning undoes the

@@ -1,6 +1,6 @@
 """Which plan, if any, a user's message starts.
 
-Rules (documented in the README, pinned by tests):
+Rules (documented in docs/matching.md, pinned by tests):
 
 * Only the user's own words count, lower-cased, white space folded.
 * A trigger phrase matches on word boundaries: "debug" does not match "debugger", and "refactor" does not

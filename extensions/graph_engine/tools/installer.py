@@ -54,7 +54,9 @@ MANIFEST = "install_manifest.json"
 FRAMEWORK_PYTHON = "/opt/venv-a0/bin/python"
 MARK = "Graph workflow engine"  # first line of this pack's extension files
 DIALOG = "dialog"  # the manifest's form for a plugin that Agent-Zero's Plugins dialog installed
-PLUGIN_TOP = ("plugin.yaml", "hooks.py", "execute.py", "default_config.yaml", "LICENSE", "README.md")
+PLUGIN_TOP = ("plugin.yaml", "hooks.py", "execute.py", "default_config.yaml", "LICENSE")
+PLUGIN_README = "docs/plugin-readme.md"  # the plugin folder's README.md: written for a reader inside Agent-Zero
+PLUGIN_TOOLS = ("__init__.py", "installer.py", "user_plans.py")  # what hooks.py needs to adopt and release
 OPTIONAL = ("orjson", "jsonschema", "wordllama")  # wordllama: requests matched by meaning, not only by words
 REQUIREMENT = {"orjson": "orjson>=3.9", "jsonschema": "jsonschema>=4.18", "wordllama": "wordllama>=0.4,<0.5"}
 
@@ -181,10 +183,12 @@ def plugin_files(src: Path = SRC) -> dict[str, bytes]:
     found += [hooks / "before_main_llm_call" / SELECTOR, hooks / "message_loop_prompts_after" / COMPANION,
               hooks / "agent_init" / WARM_UP]
     found += runtime_files(src / "extensions" / "graph_engine")
-    found += sorted((src / "extensions" / "graph_engine" / "tools").glob("*.py"))  # hooks.py adopts and releases
+    found += [src / "extensions" / "graph_engine" / "tools" / name for name in PLUGIN_TOOLS]  # not the CLI
     found += sorted((src / "plan_library").glob("*.json"))
-    return {p.relative_to(src).as_posix(): p.read_bytes() for p in found
-            if p.is_file() and "__pycache__" not in p.parts}
+    files = {p.relative_to(src).as_posix(): p.read_bytes() for p in found
+             if p.is_file() and "__pycache__" not in p.parts}
+    files["README.md"] = (src / PLUGIN_README).read_bytes()
+    return files
 
 
 def build_zip(out_dir: Path) -> Path:
