@@ -4,8 +4,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+GENERATED := $(shell grep -l "@given" tests/test_*.py 2>/dev/null)
 
-.PHONY: demo test bench prompts plugin matcher real-loop real-loop-bench clean
+.PHONY: demo test test-deep bench prompts plugin matcher real-loop real-loop-bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed; set PYTHON=python3.11 (or newer)")'
@@ -19,6 +20,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# the deep runs: the tests marked `deep` (every labelled message, the matcher's folds and rebuild), then the
+# generated tests with large budgets (hypothesis profile "deep")
+test-deep: $(STAMP)
+	$(BIN)/python -m pytest -m deep
+	HYPOTHESIS_PROFILE=deep $(BIN)/python -m pytest -m 'not deep' $(GENERATED)
 
 # accept a change to the text the model reads or the card shows: rewrites fixtures/prompts/*.txt and
 # fixtures/cards/*.txt (review the diff)
@@ -42,17 +49,17 @@ $(VENV)/.bench-installed: $(STAMP)
 bench: $(VENV)/.bench-installed
 	$(BIN)/python bench/run.py
 
-# the pack in Agent-Zero's real message loop: A0_TREES names a folder of Agent-Zero source trees (see README,
+# the pack in Agent-Zero's real message loop: A0_TREES names a folder of Agent-Zero source trees (see docs/development.md,
 # Development); each tree's Python environment is built once under $(A0_TREES)/.venvs/
 real-loop: $(STAMP)
-	@test -n "$(A0_TREES)" -a -d "$(A0_TREES)" || { echo "make real-loop: set A0_TREES to a folder of Agent-Zero trees (README: Development)"; exit 2; }
+	@test -n "$(A0_TREES)" -a -d "$(A0_TREES)" || { echo "make real-loop: set A0_TREES to a folder of Agent-Zero trees (docs/development.md)"; exit 2; }
 	A0_TREES="$(A0_TREES)" $(BIN)/python tests/a0env.py
 	A0_TREES="$(A0_TREES)" $(BIN)/python -m pytest $(wildcard tests/test_real_loop*.py)
 
 # the two hooks timed (and profiled) in Agent-Zero's real message loop, v1.7 tree of A0_TREES: prints the table,
-# writes bench/real_loop_results.json and the README's real-loop table
+# writes bench/real_loop_results.json and the real-loop table of docs/performance.md
 real-loop-bench: $(STAMP)
-	@test -n "$(A0_TREES)" -a -d "$(A0_TREES)" || { echo "make real-loop-bench: set A0_TREES to a folder of Agent-Zero trees (README: Development)"; exit 2; }
+	@test -n "$(A0_TREES)" -a -d "$(A0_TREES)" || { echo "make real-loop-bench: set A0_TREES to a folder of Agent-Zero trees (docs/development.md)"; exit 2; }
 	A0_TREES="$(A0_TREES)" $(BIN)/python tests/a0env.py v1.7
 	A0_TREES="$(A0_TREES)" $(BIN)/python bench/real_loop.py
 

@@ -11,9 +11,11 @@ from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-# Property tests: "ci" (the default, used by `make test`: 150 examples per property, derandomized) and
-# "long" (HYPOTHESIS_PROFILE=long: 2,000 examples, for local runs).
-settings.register_profile("ci", max_examples=150, deadline=None, derandomize=True,
+# Property tests: "ci" (the default, used by `make test`: 60 examples per property, derandomized), "deep"
+# (`make test-deep`: 600 examples, derandomized) and "long" (HYPOTHESIS_PROFILE=long: 2,000 examples, random).
+settings.register_profile("ci", max_examples=60, deadline=None, derandomize=True,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("deep", max_examples=600, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.register_profile("long", max_examples=2000, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -65,6 +67,8 @@ def _open_descriptors() -> int:
 
 FDS_AT_START = _open_descriptors()
 FD_SLACK = 64  # what pytest, hypothesis and the loaded libraries may hold open by the end
+THREADS_AT_START = threading.active_count()
+THREAD_SLACK = 4  # the pack's one display thread, and what numpy or the loaded libraries keep
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -74,6 +78,10 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = 1
         sys.stderr.write(f"\nthe tests leaked file descriptors: {FDS_AT_START} open at the start, "
                          f"{_open_descriptors()} at the end (/proc/self/fd)\n")
+        return
+    if exitstatus == 0 and threading.active_count() > THREADS_AT_START + THREAD_SLACK:
+        session.exitstatus = 1
+        sys.stderr.write(f"\nthe tests left threads running: {[t.name for t in threading.enumerate()]}\n")
         return
     if exitstatus != 0:
         sys.stderr.write(f"\nthe test run's temp folder is kept: {RUN_TEMP}\n")

@@ -614,7 +614,7 @@ def test_retries_on_fail_then_the_final_outcome_routes(capsys, tmp_path):
 SEEDS = [SMOKE, SPEC_STYLESHEET, REVIEW, PARTIAL, CONTEXT_ONLY, RETRY_LOOP]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=max(300, settings.default.max_examples), deadline=None)
 @given(base=st.sampled_from(SEEDS), cuts=st.lists(st.tuples(st.integers(0, 2000), st.integers(0, 12),
                                                             st.sampled_from(["", "-", ":", "[", "]", ",", '"', "=",
                                                                              "{", "}", ";", "->", "*", "#", ".",

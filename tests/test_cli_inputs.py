@@ -8,7 +8,7 @@ import json
 import os
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from test_properties import graph_plans
 
@@ -198,6 +198,7 @@ def few_cases():
         yield
 
 
+@settings(max_examples=max(20, settings.default.max_examples // 3), deadline=None)  # each runs a whole verb
 @given(data=st.data())
 def test_no_command_line_gives_a_traceback(inputs, few_cases, data):
     argv = [data.draw(st.sampled_from(VERBS))]

@@ -384,7 +384,7 @@ def test_render_svg_needs_graphviz(capsys):
 SEED_FILES = [LINEAR, BRANCHING, HUMAN, STYLESHEET]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=max(300, settings.default.max_examples), deadline=None)
 @given(base=st.sampled_from(SEED_FILES), cuts=st.lists(st.tuples(st.integers(0, 2000), st.integers(0, 12),
                                                                 st.text(max_size=6)), max_size=4))
 def test_mutated_dot_parses_or_fails_with_a_position_inside_the_file(base, cuts):

@@ -181,8 +181,8 @@ import sys  # noqa: E402
 from test_install import LEGACY_SELECTOR, MY_LINEAR, make_tree, manifest, run, snapshot  # noqa: E402
 
 from graph_engine.tools import installer  # noqa: E402
-from graph_engine.tools.standin import (Reply, install_plugin_git, install_plugin_zip,  # noqa: E402
-                                        load_extension_class, terminal, uninstall_plugin)
+from graph_engine.tools.standin import (Reply, _run_plugin_hook, install_plugin_git,  # noqa: E402
+                                        install_plugin_zip, load_extension_class, terminal, uninstall_plugin)
 
 LEGACY = "usr/extensions/python/before_main_llm_call/_15_htn_plan_selector.py"
 
@@ -322,7 +322,6 @@ def test_an_update_keeps_the_users_library_and_settings(tmp_path, plugin_zip, ow
     plugin = root / "usr" / "plugins" / PLUGIN
     (plugin / "config.json").write_text('{"card": false}')
     library = plugin / "extensions/python/before_main_llm_call/htn_plan_library.json"
-    from graph_engine.tools.standin import _run_plugin_hook
     kept = Path(_run_plugin_hook(plugin, "pre_update"))
     assert (kept / f"usr/plugins/{PLUGIN}/config.json").read_text() == '{"card": false}'
     assert (kept / library.relative_to(root)).read_bytes() == library.read_bytes()

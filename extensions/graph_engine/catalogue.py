@@ -28,7 +28,7 @@ from typing import Any, Mapping, Sequence
 
 from .library import (Checked, Library, _problem_lines, check_document, check_plan, document_problems, dot_files,
                       json_error, library_meta, library_schema, load_library_file, read_library)
-from .lint import ERROR, Diagnostic, cross_plan_triggers, example_routing, shared_trigger
+from .lint import ERROR, Diagnostic, cross_plan_triggers, shared_trigger
 from .matching import decide, shipped, vectors
 from .matching.decide import Verdict, by_meaning, by_words
 from .matching.nearness import own_texts
@@ -292,11 +292,10 @@ class Catalogue:
                 self._new.append(why)
         return None
 
-    def _build_meaning(self, routing: bool = False) -> None:
-        """In a thread: build the meaning index (again, when the plans' texts changed meanwhile); ``routing``: then
-        report the examples that do not route (a library checked whole; for a large one, `graph-engine validate`
-        reports them)."""
-        index = None
+    def _build_meaning(self) -> None:
+        """In a thread: build the meaning index (again, when the plans' texts changed meanwhile).  The examples'
+        routing is an author's check (`graph-engine validate`): scoring every example of a library costs seconds
+        of the interpreter that every chat shares, so the engine does not run it."""
         try:
             for _ in range(3):
                 index = self._embed()
@@ -308,14 +307,6 @@ class Catalogue:
         finally:
             self._building = False
             self._built.set()
-        if routing and index is not None and self._whole is not None:
-            try:
-                found = example_routing(self._whole.plans.values(), index)
-            except Exception as exc:  # noqa: BLE001 - as above
-                self._off(f"{self.path}: checking the examples failed ({type(exc).__name__}: {exc}); please report it")
-                return
-            with self._lock:
-                self._new.extend(_problem_lines(self.path, found))
 
     def may_start(self, message: str) -> bool:
         """Whether the message may start a plan: a trigger phrase is in its request text, or meaning finds a plan
@@ -445,14 +436,13 @@ class Catalogue:
         BACKGROUND_DELAY: the pass that loaded the library matches its message first, undisturbed."""
         if not self.settled:
             threading.Thread(target=self._background, name="graph-engine-library", daemon=True).start()
-        elif self._meaning is None:  # checked whole: the index and the examples' check
+        elif self._meaning is None:  # checked whole: the index
             with self._lock:
                 if self._building:
                     return
                 self._building = True
                 self._built.clear()
-            threading.Thread(target=self._build_meaning, args=(True,), name="graph-engine-meaning",
-                             daemon=True).start()
+            threading.Thread(target=self._build_meaning, name="graph-engine-meaning", daemon=True).start()
 
     def _background(self) -> None:
         time.sleep(BACKGROUND_DELAY)

@@ -17,13 +17,14 @@ learned from it: only the held-out and fresh figures then say what to expect.
 
 from __future__ import annotations
 
+import copy
 import json
 import zlib
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 from ..lint import contains_phrase
-from ..matching import shipped, vectors
+from ..matching import decide, shipped, vectors
 from ..matching.decide import Index, best_match
 from ..matching.words import normalise, request_text, score_plan, trigger_hits
 from ..model import Plan
@@ -76,8 +77,10 @@ def index_of(plans: Sequence[Plan], ship: shipped.Shipped | None = None) -> Inde
     enc = vectors.encoder()
     if enc is None:
         return None
-    ship = ship or shipped.load(enc.np)[0]
-    return Index(enc, list(plans), ship) if ship is not None else None
+    if ship is None:  # the shipped matcher: the index kept by the plans' content (validate, then triggers)
+        ship = shipped.load(enc.np)[0]
+        return decide.index_of(enc, list(plans), ship) if ship is not None else None
+    return Index(enc, list(plans), ship)
 
 
 def fold_of(message: str) -> int:
@@ -159,8 +162,23 @@ def collisions(plans: Sequence[Plan]) -> list[dict[str, str]]:
     return found
 
 
+_REPORTS: dict[tuple, dict[str, Any]] = {}  # the last reports, by the plans' versions and the cases' text
+
+
 def report(plans: Sequence[Plan], cases: Sequence[dict[str, Any]], folds: bool = True,
            progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+    """The labelled set's figures for this library (kept per content for the process: a second report of the same
+    plans and cases, by `validate` then `triggers` or by two tests, is not computed again)."""
+    key = (tuple((p.id, p.version) for p in plans), json.dumps(list(cases), sort_keys=True, default=str), folds)
+    if key not in _REPORTS:
+        if len(_REPORTS) >= 4:
+            _REPORTS.pop(next(iter(_REPORTS)))
+        _REPORTS[key] = _report(plans, cases, folds, progress)
+    return copy.deepcopy(_REPORTS[key])
+
+
+def _report(plans: Sequence[Plan], cases: Sequence[dict[str, Any]], folds: bool,
+            progress: Callable[[str], None]) -> dict[str, Any]:
     enc = vectors.encoder()
     off = vectors.unavailable() or (shipped.load(enc.np)[1] if enc is not None else "")
     figs: dict[str, Any] = {}
