@@ -103,14 +103,14 @@ class A0Copy:
     # ── one Agent-Zero process ──────────────────────────────────────────────
     def run(self, turns: list, replies: list[str], context_window: int | None = None,
             utility_reply: str = "[]", env: dict | None = None, timeout: float = 600,
-            utility_rules: list[dict] | None = None) -> Run:
+            utility_rules: list[dict] | None = None, stop_at_write: dict | None = None) -> Run:
         """Run `turns` (a text is a user message; {"nudge": True}; {"load": chat_id}) in one process.
         ``utility_rules``: utility calls holding a rule's marker get its answer (see graph_engine.a0driver)."""
         work = self.root.parent / f"run-{len(list(self.root.parent.glob('run-*')))}"
         work.mkdir()
         spec = {"turns": [{"user": t} if isinstance(t, str) else t for t in turns], "replies": replies,
                 "context_window": context_window, "utility_reply": utility_reply, "timeout": timeout,
-                "utility_rules": utility_rules or []}
+                "utility_rules": utility_rules or [], "stop_at_write": stop_at_write}
         (work / "script.json").write_text(json.dumps(spec))
         environ = {**os.environ, "PYTHONPATH": str(self.package_home()), "A0_ROOT": str(self.root),
                    "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}

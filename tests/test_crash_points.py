@@ -40,11 +40,12 @@ class Writes:
         return os.write(fd, data)
 
 
-def run(writes: Writes, limit: int = 80) -> tuple[Session, int]:
-    """The bug fix, driven to its end by the fixture model; a crash restarts Agent-Zero from its last saved
-    chat, and the person nudges it.  Returns the session and how many crashes there were."""
+def run(writes: Writes, limit: int = 80, layout: str = "new") -> tuple[Session, int]:
+    """The bug fix, driven to its end by the fixture model on one layout (v1.x "new", v0.9.x "old"); a crash
+    restarts Agent-Zero from its last saved chat, and the person nudges it.  Returns the session and how many
+    crashes there were."""
     model = FixtureModel(PLAN, FAILURES)
-    s = Session()
+    s = Session(layout=layout)
     s.user(message_for(PLAN))
     crashes, reply = 0, IDLE
     for _ in range(limit):
@@ -81,11 +82,16 @@ def verdicts(events: list[dict]) -> list[tuple]:
     return [(e["node"], e["outcome"], e.get("evidence_sha256")) for e in events if e["type"] == "node_verified"]
 
 
+@pytest.fixture(params=["new", "old"])
+def layout(request):
+    return request.param
+
+
 @pytest.fixture
-def baseline(monkeypatch):
+def baseline(monkeypatch, layout):
     writes = Writes()
     monkeypatch.setattr(audit, "_write", writes)
-    s, crashes = run(writes)
+    s, crashes = run(writes, layout=layout)
     events = log_of(s)
     assert crashes == 0 and events[-1]["type"] == "plan_completed"
     return events, writes.count
@@ -102,13 +108,13 @@ def check(events: list[dict], base: list[dict]) -> None:
 
 
 @pytest.mark.parametrize("cut", ["before", "inside", "after"])
-def test_a_stop_at_any_write_judges_nothing_twice_and_loses_nothing(baseline, monkeypatch, cut):
+def test_a_stop_at_any_write_judges_nothing_twice_and_loses_nothing(baseline, monkeypatch, cut, layout):
     base, total = baseline
     assert total >= 12  # every pass writes its checkpoint, then its lines
     for at in range(total):
         writes = Writes(at, cut)
         monkeypatch.setattr(audit, "_write", writes)
-        s, crashes = run(writes)
+        s, crashes = run(writes, layout=layout)
         assert crashes == 1, (at, cut)
         try:
             check(log_of(s), base)

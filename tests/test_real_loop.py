@@ -3,6 +3,7 @@ by its own installer, Agent-Zero's own prompt building, history, terminal, exten
 the model's replies are scripted.  Without trees every test here is skipped (one line says how to run them)."""
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,35 @@ def test_restart_during_a_call_judges_each_result_once_and_resumes(a0_tree):
     assert "[WORKFLOW RESUMED" in resumed and "PAUSED" not in resumed
     assert "Current step: Implement the fix (attempt 2 of 3)" in resumed
     events = a0_tree.audit(first.chat_id)
+    fix_checks = [e for e in events if e.get("type") == "node_verified" and e.get("node") == "fix"]
+    assert [e["outcome"] for e in fix_checks] == ["fail", "success"]
+    assert len({e.get("evidence_sha256") for e in fix_checks}) == 2
+    assert types(events)[-1] == "plan_completed"
+    assert (p / "calc.py").read_text() == FIXED
+
+
+@pytest.mark.parametrize("where", ["checkpoint", "lines"])
+@pytest.mark.parametrize("cut", ["before", "inside", "after"])
+def test_a_kill_at_a_write_of_the_judging_pass_judges_each_result_once(a0_tree, where, cut):
+    """The process killed at a write of the pass that judges the failed fix (its checkpoint, then its audit
+    lines; before, halfway through or after the write), loaded again and nudged: each result is judged once,
+    the audit log holds seqs 1..N without a repeat or a gap, and the run completes as it does without the kill."""
+    p = project(a0_tree)
+    counted = bug_run(a0_tree, p, [run_tests(p, "Reproduce"), isolate(p), fail_fix(p), "HANG"])
+    writes = counted.raw["writes"]  # the judging pass writes its checkpoint, then its lines: the last two
+    assert counted.hung and writes >= 4
+    shutil.rmtree(a0_tree.root / "usr" / "graph_engine" / "runs")  # this run was only counted
+    project(a0_tree)  # the bug back, as before the counted run
+    at = writes - 2 if where == "checkpoint" else writes - 1
+    first = bug_run(a0_tree, p, [run_tests(p, "Reproduce"), isolate(p), fail_fix(p), "HANG"],
+                    stop_at_write={"at": at, "cut": cut})
+    assert not first.hung and len(first.calls) == 3  # killed in the hooks before the fourth call
+    second = a0_tree.run([{"load": first.chat_id}, {"nudge": True}],
+                         [fix(p), run_tests(p), run_tests(p, "Regressions"), respond("Fixed.")])
+    assert second.overrun == 0
+    events = a0_tree.audit(first.chat_id)
+    seqs = [e["seq"] for e in events]
+    assert seqs == list(range(1, len(seqs) + 1)), seqs
     fix_checks = [e for e in events if e.get("type") == "node_verified" and e.get("node") == "fix"]
     assert [e["outcome"] for e in fix_checks] == ["fail", "success"]
     assert len({e.get("evidence_sha256") for e in fix_checks}) == 2

@@ -32,6 +32,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Callable
 
 HOOK_FILES = {"_15_htn_plan_selector": "selector", "_75_graph_workflow_context": "companion"}
 HANG = "HANG"  # a scripted reply: the call never returns (a restart during the LLM call)
@@ -327,6 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     session = Session(args.a0_root, Script(spec.get("replies", []), spec.get("utility_reply", "[]"),
                                            spec.get("utility_rules")), context_window=spec.get("context_window"))
     chat_id, outcomes, waited = "", [], []
+    writes = _count_writes(spec.get("stop_at_write"), lambda: out.write_text(
+        json.dumps(_result(session, chat_id, outcomes, waited))))
     for turn in spec.get("turns", []):
         if "load" in turn:
             chat_id = turn["load"]
@@ -341,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
         timeout = float(spec.get("timeout") or 600)
         result = session.nudge(timeout) if turn.get("nudge") else session.send(turn["user"], timeout)
         outcomes.append(result if isinstance(result, str) or result is None else str(result))
-        out.write_text(json.dumps(_result(session, chat_id, outcomes, waited)))
+        out.write_text(json.dumps(dict(_result(session, chat_id, outcomes, waited), writes=writes[0])))
         if result == HANG:
             sys.stdout.flush()
             os._exit(0)  # stopped during the LLM call: nothing after this point is saved
@@ -350,6 +353,31 @@ def main(argv: list[str] | None = None) -> int:
     out.write_text(json.dumps(_result(session, chat_id, outcomes, waited)))
     sys.stdout.flush()
     os._exit(0)  # Agent-Zero's background threads do not end by themselves
+
+
+def _count_writes(stop: dict | None, save: Callable[[], None]) -> list[int]:
+    """Every write of a run's files counted (``graph_engine.audit._write``); with ``stop`` ({"at": N, "cut":
+    "before" | "inside" | "after"}) the process stops at write number N, as a kill -9 would: before it, halfway
+    through it or right after it (the crash-point tests of the real loop)."""
+    from graph_engine import audit
+    count = [0]
+    plain = audit._write
+
+    def write(fd: int, data: bytes) -> int:
+        n = count[0]
+        count[0] += 1
+        if stop is not None and n == stop.get("at"):
+            if stop.get("cut") == "inside":
+                os.write(fd, data[: max(1, len(data) // 2)])
+            elif stop.get("cut") == "after":
+                os.write(fd, data)
+            save()
+            sys.stdout.flush()
+            os._exit(137)
+        return plain(fd, data)
+
+    audit._write = write
+    return count
 
 
 def wait_for_pictures() -> None:

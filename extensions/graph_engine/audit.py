@@ -77,6 +77,8 @@ _SEQ = re.compile(rb'"seq":\s*(\d+)')
 def _write(fd: int, data: bytes) -> int:
     """os.write: every byte the pack writes to a run's files goes through here (the crash tests stop here)."""
     return os.write(fd, data)
+
+
 _ENCODE = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False, separators=(", ", ": ")).encode
 
 

@@ -33,7 +33,8 @@ class TooLarge(ReadError):
     """A regular file over the size limit."""
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """What a file that is not a regular one is, in words ("a folder", "a FIFO (named pipe)", ...)."""
     if stat.S_ISDIR(mode):
         return "a folder"
     if stat.S_ISFIFO(mode):
@@ -56,7 +57,7 @@ def read_regular(path: str, limit: int, what: str = "file", prefix: bool = False
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise ReadError(f"{path}: the {what} is {_kind(st.st_mode)}, not a regular file; give a file's path")
+            raise ReadError(f"{path}: the {what} is {kind_of(st.st_mode)}, not a regular file; give a file's path")
         if st.st_size > limit and not prefix:
             raise TooLarge(f"{path}: the {what} is {st.st_size:,} bytes, over the {limit:,} byte limit")
         chunks, left = [], limit + (0 if prefix else 1)

@@ -19,6 +19,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
+from .reading import kind_of
+
 PLUGIN = "graph_workflow_engine"
 LIBRARY_NAME = "htn_plan_library.json"
 PICTURES = ("auto", "mermaid", "off")
@@ -238,19 +240,9 @@ def project_library(path: str) -> tuple[str, str]:
                 return path, ""
             problem = "cannot be read (permission denied)"
         else:
-            problem = f"is {_kind(st.st_mode)}, not a plan library file"
+            problem = f"is {kind_of(st.st_mode)}, not a plan library file"
     return "", (f"[HTN] The project's plan library {path} {problem}; this chat uses the global library until it is "
                 "fixed (make it a readable JSON file, or remove it)")
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
 
 
 def _parse(config: dict[str, Any], environment: tuple, problem: str) -> Settings:
