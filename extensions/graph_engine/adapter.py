@@ -63,6 +63,7 @@ class Runtime:
         self.logged_once: set[str] = set()
         self.message_words: tuple[Any, str] = (None, "")  # the last user message object read and its words
         self.control_words: tuple[Any, bool] = (None, False)  # the last words read as a control, or not
+        self.english_words: tuple[Any, bool] = (None, True)  # the last words read for their language
         self.audit = AuditLog(runs_dir(a0_root))
         self.warming = threading.Lock()  # held by the warm-up thread while it loads the library: a pass waits
         self.held: list[str] = []  # problem lines the warm-up's load found, said by the next pass
@@ -275,7 +276,15 @@ def _may_start(rt: Runtime, library: Any, loop_data: Any) -> bool:
         if seen[0] is not message:  # other chats may replace it meanwhile
             seen = rt.message_words = (message, user_words(message))
         words = seen[1]
-    return bool(words) and (library.may_start(words) or _is_control(rt, words) or not second.reads_as_english(words))
+    return bool(words) and (library.may_start(words) or _is_control(rt, words) or not _reads_as_english(rt, words))
+
+
+def _reads_as_english(rt: Runtime, words: str) -> bool:
+    """Whether the local matcher reads the words (else the utility model may); read once for both hooks."""
+    seen = rt.english_words
+    if seen[0] is not words:
+        seen = rt.english_words = (words, second.reads_as_english(words))
+    return seen[1]
 
 
 def _is_control(rt: Runtime, words: str) -> bool:

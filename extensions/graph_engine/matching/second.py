@@ -51,16 +51,16 @@ _CODE = re.compile(r"`[^`]*`|\S*[/\\._=:@#]\S*")  # paths, file names, identifie
 def reads_as_english(text: str) -> bool:
     """Whether the local matcher can read the message: mostly Latin letters, and not more function words of
     another language than of English (code, paths and names do not count)."""
-    letters = [c for c in text[:MAX_MESSAGE] if c.isalpha()]
-    if not letters:
-        return True
-    latin = sum(1 for c in letters if c < "\u0250")
-    if latin < 0.7 * len(letters):
-        return False
-    words = [w for w in _WORD.findall(_CODE.sub(" ", text[:MAX_MESSAGE].lower())) if len(w) > 1 or w in "aoyeé"]
-    english = sum(1 for w in words if w in ENGLISH)
-    other = sum(1 for w in words if w in FOREIGN)
-    return other <= english or other < 2
+    sample = text[:MAX_MESSAGE]
+    if sample.isascii() and len(FOREIGN.intersection(sample.lower().split())) < 2:
+        return True  # most messages: ASCII, with fewer than two other languages' function words (a quick look)
+    if not sample.isascii():
+        letters = [c for c in sample if c.isalpha()]
+        if letters and sum(1 for c in letters if c < "\u0250") < 0.7 * len(letters):
+            return False
+    words = [w for w in _WORD.findall(_CODE.sub(" ", sample.lower())) if len(w) > 1 or w in "aoyeé"]
+    other = sum(map(FOREIGN.__contains__, words))
+    return other < 2 or other <= sum(map(ENGLISH.__contains__, words))
 
 
 def _line(plan_id: str, name: str, description: str) -> str:
