@@ -1,4 +1,4 @@
-"""The README's figure tables, written between two markers from a results file (a test checks they agree)."""
+"""The figure tables of docs/performance.md, written between two markers from a results file (a test checks they agree)."""
 
 from __future__ import annotations
 
