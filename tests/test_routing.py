@@ -326,3 +326,18 @@ def test_the_engines_remembered_routes_equal_a_fresh_selection_and_never_depend_
     assert select_edge(q, "n", {"status": "success"}, {}, "task", explain=False)[0].dst == "b"
     assert select_edge(q, "n", {"status": "success", "preferred_label": "Alpha"}, {}, "task",
                        explain=False)[0].dst == "a"  # a preferred label is never answered from memory
+
+
+def test_select_routes_a_fan_in_as_the_engine_and_the_lint_do():
+    """One table says how a node's edges are read (routing.route_kind): a fan_in routes like a decision in the
+    engine, the lint and `graph-engine select` alike (a failed branch: on_fail first, then on_exhaust)."""
+    from graph_engine import lint
+    from graph_engine.routing import route_kind
+    from graph_engine.tools import simulate
+    raw = parallel_plan()
+    raw["graph"]["nodes"]["other"] = {"type": "exit"}
+    raw["graph"]["edges"].append({"from": "join", "to": "other", "condition": "on_exhaust"})
+    plan = compile_plan("c", raw)
+    assert route_kind("fan_in") == "decision" and lint._kind(plan.nodes["join"]) == "decision"
+    assert simulate.select(plan, "join", {"status": "fail"}, {})["target"] == "stuck"
+    assert simulate.select(plan, "join", {"status": "retry"}, {})["target"] == "stuck"

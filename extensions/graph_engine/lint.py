@@ -23,7 +23,7 @@ from typing import Any, Iterable, Mapping
 
 from .model import Edge, Node, Plan
 from .patterns import repeat_chain
-from .routing import DECISION_SHORTHANDS, TASK_SHORTHANDS, condition_problem, select_edge
+from .routing import DECISION_SHORTHANDS, TASK_SHORTHANDS, condition_problem, route_kind, select_edge
 
 ERROR, WARNING = "error", "warning"
 
@@ -124,9 +124,8 @@ STATUS_OF = {"success": "success", "retry": "retry", "exhausted": "fail", "parti
 
 
 def _kind(node: Node) -> str:
-    if node.type in ("decision", "fan_in"):
-        return "decision"
-    return "pass" if node.type in ("start", "checkpoint") else "task"
+    kind = route_kind(node.type)
+    return "task" if kind == "human" else kind  # (the lint walks a gate's edges as a task's outcomes)
 
 
 def _outcome_clauses_hold(clauses: tuple, status: str) -> tuple[bool, bool]:

@@ -132,6 +132,16 @@ def evaluate(clauses: Sequence[tuple[str, str, str]], outcome: Mapping[str, Any]
     return True
 
 
+ROUTE_KINDS = {"decision": "decision", "fan_in": "decision", "start": "pass", "checkpoint": "pass",
+               "human": "human"}  # how a node's outgoing edges are read; any other node: "task"
+
+
+def route_kind(node_type: str) -> str:
+    """How the edges leaving a node of this type are chosen (``select_edge``'s ``kind``): the one table the
+    engine, the lint and `graph-engine select` read."""
+    return ROUTE_KINDS.get(node_type, "task")
+
+
 def select_edge(plan: Any, node_id: str, outcome: Mapping[str, Any], context: Mapping[str, Any],
                 kind: str = "task", explain: bool = True) -> tuple[Any, list[dict[str, Any]], bool]:
     """(edge or None, why: each candidate with its verdict, stay: a retry kept on the node).

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from .. import engine
 from ..model import Plan
-from ..routing import select_edge, text_of
+from ..routing import route_kind, select_edge, text_of
 from ..state import emit, new_state, push_path
 
 MAX_STEPS = 1000
@@ -145,7 +145,7 @@ def select(plan: Plan, node_id: str, outcome: dict[str, Any], context: dict[str,
     """The edge taken from a node for an outcome, as the spec orders it: the outcome's ``context_updates`` are
     applied to the context first (spec 3.2, step 4), then the edges are tried (``routing.select_edge``)."""
     node = plan.nodes[node_id]
-    kind = {"decision": "decision", "human": "human", "start": "pass", "checkpoint": "pass"}.get(node.type, "task")
+    kind = route_kind(node.type)
     context = {**context, **(outcome.get("context_updates") or {})}
     edge, why, stay = select_edge(plan, node_id, outcome, context, kind)
     for entry in why:
