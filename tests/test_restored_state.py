@@ -260,3 +260,75 @@ def test_a_state_left_on_the_agent_with_a_huge_counter_is_rejected_and_its_log_s
     warning = [t for t in s.log.texts("warning") if "Ignored an unusable workflow state in agent._htn_state" in t]
     assert s.state is None and len(warning) == 1 and f"field '{key}' is an integer of 16,610 bits" in warning[0]
     assert [t for t in s.log.texts("error") if ENGINE_ERRORS in t] == []
+
+
+_BASE: list = []
+
+
+def mid_run_saved() -> tuple[dict, object]:
+    """The saved state of ``mid_run`` and the plan version it names (made once)."""
+    if not _BASE:
+        from graph_engine.library import load_library_file
+        from graph_engine.tools.standin import LIBRARY
+        s = mid_run()
+        saved = json.loads(json.dumps(s.agent.get_data(DATA_KEY)))
+        plan = load_library_file(str(LIBRARY)).plans[saved["plan_id"]]
+        assert plan.version == saved["plan_version"]
+        _BASE.append((saved, plan))
+    return _BASE[0]
+
+
+def holds_no_impossible_value(state: dict, plan) -> None:
+    """What any state the engine may run holds, checked apart from the parser's own rules."""
+    from graph_engine.state import COUNTERS, STATUSES
+    for key in COUNTERS:
+        if key in state:
+            assert type(state[key]) is int and 0 <= state[key] < 2 ** 63, (key, state[key])
+    assert state.get("status", "active") in STATUSES
+    assert state["current_node"] in plan.nodes
+    if state.get("status", "active") == "active" and not state.get("stalled"):
+        assert plan.nodes[state["current_node"]].type in ("task", "human"), state["current_node"]
+    assert set(state["steps_completed"]) <= set(plan.success_index)
+    assert len(set(state["steps_completed"])) == len(state["steps_completed"]) <= state["total_steps"]
+    assert state["total_steps"] == plan.total_steps and state["current_step"] == len(state["steps_completed"])
+    assert state.get("audit_seq", 0) <= state["seq"]
+    seqs = [e["seq"] for e in state["events"]]
+    assert seqs == sorted(set(seqs)) and all(1 <= q <= state["seq"] for q in seqs)
+    for nid, entry in state["visited"].items():
+        assert nid in plan.nodes
+        assert type(entry["attempts"]) is int and type(entry["failures"]) is int
+        assert 0 <= entry["failures"] <= entry["attempts"] <= state["turn"] + 1
+    assert all(n in plan.nodes for n in state["path"]) and len(state["path"]) <= state["path_len"]
+    assert state["turns_since_transition"] <= state["turn"]
+    assert state["max_turns"] <= plan.max_turns and state["stale_after_turns"] <= plan.stale_after_turns
+
+
+@given(changes=st.lists(st.tuples(st.sampled_from(["current_node", "current_step", "steps_completed",
+                                                   "steps_failed", "turn", "turns_since_transition", "max_turns",
+                                                   "stale_after_turns", "visited", "path", "path_len", "seq",
+                                                   "audit_seq", "status", "total_steps", "completed_nodes",
+                                                   "total_nodes", "last_outcome", "event.seq", "event.turn",
+                                                   "visited.attempts", "visited.failures"]),
+                                  PLAUSIBLE | st.floats(allow_nan=True) | st.text(max_size=4)),
+                        min_size=1, max_size=4))
+def test_a_state_the_parser_accepts_holds_no_impossible_value_and_the_stored_one_is_untouched(changes):
+    base, plan = mid_run_saved()
+    saved = copy.deepcopy(base)
+    for key, value in changes:
+        where, _, field = key.partition(".")
+        if not field:
+            saved[key] = value
+        elif where == "event" and isinstance(saved.get("events"), list) and saved["events"] \
+                and isinstance(saved["events"][-1], dict):
+            saved["events"][-1][field] = value
+        elif where == "visited" and isinstance(saved.get("visited"), dict) and saved["visited"]:
+            entry = next(iter(saved["visited"].values()))
+            if isinstance(entry, dict):
+                entry[field] = value
+    stored = copy.deepcopy(saved)
+    state, problem = parse(saved, plan)
+    assert saved == stored or saved != saved  # parsed into a new value; the stored one is as it was (NaN aside)
+    event("accepted" if state is not None else "rejected")
+    if state is not None:
+        assert state is not saved and problem == ""
+        holds_no_impossible_value(state, plan)
