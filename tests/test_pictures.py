@@ -73,3 +73,14 @@ def test_edge_labels_do_not_overlap(plan_id):
             overlap = x1 < x2 + w2 and x2 < x1 + w1 and y1 < y2 + h2 and y2 < y1 + h1
             same_arrow = abs(y1 - y2) == h1 and abs(x1 + w1 / 2 - x2 - w2 / 2) < 1  # lines of one label
             assert not overlap or same_arrow, (t1, t2)
+
+
+def test_failure_routes_are_dashed_whether_shorthands_or_attractor_expressions():
+    raw = {"name": "P", "graph": {"start": "a", "nodes": {"a": {"type": "task", "name": "A"}, "b": {"type": "exit"},
+                                                          "c": {"type": "exit"}, "d": {"type": "exit"}},
+                                  "edges": [{"from": "a", "to": "b", "condition": "outcome=success"},
+                                            {"from": "a", "to": "c", "condition": "outcome=fail"},
+                                            {"from": "a", "to": "d", "condition": "on_exhaust"}]}}
+    dot = picture("p", raw)
+    dashed = {(a, b) for a, b in re.findall(r"^    (\w+) -> (\w+) \[.*style=dashed", dot, re.MULTILINE)}
+    assert dashed == {("a", "c"), ("a", "d")}

@@ -17,6 +17,7 @@ from typing import Any, Mapping
 from . import settings
 from .card import ENDINGS  # the events that end a run: one list for the card and the picture
 from .model import Plan
+from .routing import ConditionError, parse_condition
 
 MERMAID_SHAPE = {"start": ("([", "])"), "exit": ("([", "])"), "task": ("[", "]"), "decision": ("{", "}"),
                  "escalate": ("[[", "]]"), "checkpoint": ("[(", ")]"), "human": ("{{", "}}")}
@@ -157,11 +158,29 @@ def picture(plan_id: str, raw: Mapping[str, Any], highlight: dict[str, Any] | No
         attrs = [f'label="{_lines(label_lines)}"']
         if taken:
             attrs += [f'color="{RUN}"', f'fontcolor="{RUN}"', "penwidth=2.5"]
-        if any(e.get("condition") in ("on_retry", "on_fail", "on_exhaust") for e in group) and not taken:
+        if any(is_failure_route(e.get("condition")) for e in group) and not taken:
             attrs.append("style=dashed")
         lines.append(f'    {_id(src)} -> {_id(dst)} [{", ".join(attrs)}]')
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+FAILURE_SHORTHANDS = ("on_retry", "on_fail", "on_exhaust")
+
+
+def is_failure_route(condition: Any) -> bool:
+    """An edge taken when a step failed: a failure shorthand, or an expression that asks for a failed outcome
+    (`outcome=fail`, `outcome=retry`, `outcome!=success`): drawn dashed."""
+    if condition in FAILURE_SHORTHANDS:
+        return True
+    if not isinstance(condition, str) or "outcome" not in condition:
+        return False
+    try:
+        clauses = parse_condition(condition)
+    except ConditionError:
+        return False
+    return any(key == "outcome" and ((op == "=" and value in ("fail", "retry")) or (op == "!=" and value == "success"))
+               for key, op, value in clauses)
 
 
 def _label(text: str) -> str:
