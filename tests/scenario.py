@@ -32,6 +32,21 @@ def verdicts(session: Session) -> list[tuple[str, str]]:
 IDLE = Reply(warning="You have misformatted your message. Follow system prompt instructions.")
 
 
+def told(record) -> str:
+    """The workflow text a model call received (the companion's prompt extra)."""
+    return record.prompt_extras.get("htn_active_plan", "")
+
+
+def ready(s: Session) -> Session:
+    """The library loaded and its meaning index built, as the warm-up leaves them before the first message."""
+    from graph_engine import adapter
+    s.user("hello")
+    s.run_pass(Reply(final="hi"))
+    for rt in adapter._runtimes.values():
+        rt.library.current.meaning_index(wait=True)
+    return s
+
+
 def started(message: str = BUG_MESSAGE, **kwargs: Any) -> Session:
     """A session whose first pass activated a plan; the model's first call produced no tool result (a
     misformatted reply), so the next call is the first whose result is judged."""

@@ -9,7 +9,7 @@ import time
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from scenario import TRIGGER_CASES
+from scenario import TRIGGER_CASES, ready
 
 from graph_engine import adapter, catalogue
 from graph_engine.matching import decide, words as matching
@@ -322,12 +322,8 @@ def test_a_message_that_starts_nothing_reads_only_the_message(monkeypatch):
     (no pass counted, no monologue id drawn), and the next message that names a plan still starts it."""
     observed, real_observe = [], adapter.observe
     monkeypatch.setattr(adapter, "observe", lambda *a, **k: observed.append(a[2]) or real_observe(*a, **k))
-    first = Session()  # another chat of the process loaded the library and the meaning model (until the model
-    first.user("hello")  # is loaded, the utility model may decide a message)
-    first.run_pass(cmd("ls", "x"))
-    for rt in adapter._runtimes.values():
-        rt.library.current.meaning_index(wait=True)
-    observed.clear()
+    ready(Session())  # another chat of the process loaded the library and the meaning model (until the model is
+    observed.clear()  # loaded, the utility model may decide a message)
     s = Session()
     for text in ("write a haiku about autumn leaves", "what is a docker volume?", "thanks, that is all"):
         s.user(text)

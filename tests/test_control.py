@@ -7,20 +7,16 @@ import json
 import pytest
 from hypothesis import given, strategies as st
 from test_routing import review_plan
-from scenario import BUG_MESSAGE, IDLE, crash, events, exit_ok, use_library, verdicts
+from scenario import BUG_MESSAGE, IDLE, crash, events, exit_ok, told, use_library, verdicts
 
-from graph_engine import adapter, control, engine, state as state_mod
+from graph_engine import adapter, control, state as state_mod
 from graph_engine.audit import read_lines
-from graph_engine.tools.standin import FIXTURES, LIBRARY, Reply, Session, cmd
+from graph_engine.tools.standin import FIXTURES, Reply, Session, cmd
 
 GOLDEN = json.loads((FIXTURES / "control_messages.json").read_text())
 ISOLATE = cmd("grep -n divide /tmp/test.py", "3:    return a / b")
 ANSWERS = ("[WORKFLOW CONTROL] ", "[WORKFLOW STOPPED by the user: ", "[WORKFLOW PAUSED by the user: ",
            "[WORKFLOW STATUS: ", "[WORKFLOWS you can run: ")
-
-
-def told(record) -> str:
-    return record.prompt_extras.get("htn_active_plan", "")
 
 
 def at_test_step(final: str = "The fix is in; testing next.", **kwargs) -> Session:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scenario import crash
+from scenario import crash, ready, told
 
 from graph_engine.library import load_library_file
 from graph_engine.matching import decide, shipped, vectors
@@ -24,20 +24,6 @@ class NoTracker(BeliefStateTracker):
 
     def run(self, agent, message):
         agent.__dict__.setdefault("_bst_store", {}).pop("__bst_belief_state__", None)
-
-
-def told(record) -> str:
-    return record.prompt_extras.get("htn_active_plan", "")
-
-
-def ready(s: Session) -> Session:
-    """The library loaded and its meaning index built, as the warm-up leaves them before the first message."""
-    from graph_engine import adapter
-    s.user("hello")
-    s.run_pass(Reply(final="hi"))
-    for rt in adapter._runtimes.values():
-        rt.library.current.meaning_index(wait=True)
-    return s
 
 
 @pytest.mark.parametrize("bst", [BeliefStateTracker(), NoTracker()], ids=["tracker", "stock"])

@@ -5,16 +5,12 @@ without judging anything twice."""
 
 import json
 
-from scenario import IDLE, crash, events, exit_ok, started, verdicts
+from scenario import IDLE, crash, events, exit_ok, started, told, verdicts
 
 from graph_engine.tools.standin import FIXTURES, BeliefStateTracker, Reply, Session, cmd
 
 BUG = "fix the bug in /tmp/test.py"
 ISOLATE = cmd("grep -n divide /tmp/test.py", "3:    return a / b")
-
-
-def told(record) -> str:
-    return record.prompt_extras.get("htn_active_plan", "")
 
 
 class FixedDomain(BeliefStateTracker):

@@ -6,26 +6,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scenario import crash
+from scenario import crash, ready, told
 
-from graph_engine import adapter
 from graph_engine.matching import second
 from graph_engine.tools.standin import Reply, Session, UtilityModel
 
 GERMAN = "Bitte behebe den Fehler in der Datei rechner.py, sie stürzt bei einer Division durch null ab"
 CLOSE = "gimme a java class Matrix with add, multiply, transpose"  # the local stage is not sure of it
-
-
-def told(record) -> str:
-    return record.prompt_extras.get("htn_active_plan", "")
-
-
-def ready(s: Session) -> Session:
-    s.user("hello")
-    s.run_pass(Reply(final="hi"))
-    for rt in adapter._runtimes.values():
-        rt.library.current.meaning_index(wait=True)
-    return s
 
 
 def picks(label):

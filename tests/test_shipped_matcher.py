@@ -4,13 +4,13 @@ with one line, whole, and matching goes on by phrases; the shipped file matches 
 import base64
 import json
 import os
-import shutil
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from graph_engine import adapter
 from graph_engine.matching import shipped
 from graph_engine.tools import matcher_build
 from graph_engine.tools.standin import Reply, Session
@@ -118,6 +118,10 @@ def test_in_the_engine_a_damaged_file_turns_meaning_off_and_phrases_still_start_
     shipped._READ.clear()
     try:
         s = Session()
+        s.user("hello")
+        s.run_pass(Reply(final="hi"))
+        for rt in adapter._runtimes.values():  # the meaning index tried (and refused the file) before the request
+            rt.library.current.meaning_index(wait=True)
         s.user("please put the app into a container and run it on port 8080")
         s.run_pass(Reply(final="..."))
         assert s.state is None or s.state["plan_id"] != "bugfix_workflow"

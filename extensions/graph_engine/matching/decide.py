@@ -231,7 +231,6 @@ class Index:
                  allowed_ids: Sequence[str] | None) -> list[Scores]:
         if self.model is None:
             return []
-        np = self.np
         z = self.model.scores(text, ids, words)
         classes = self.ship.classes
         rows = [i for i, c in enumerate(classes) if c in self.learned_ids and allowed(c, allowed_ids)]

@@ -29,7 +29,6 @@ from typing import Any, Callable, Sequence
 
 from ..library import load_library_file
 from ..matching import learned, nearness, shipped, vectors
-from ..matching.decide import Index, best_match
 from ..matching.words import normalise, request_text
 
 BUILD_VERSION = 1  # raise it when what is learned, or how, changes (the inputs' hash includes it)
@@ -328,7 +327,6 @@ def build(paths: dict[str, str] | None = None, progress: Callable[[str], None] =
     progress(f"learning the gate ({time.perf_counter() - started:.0f} s)")
     texts = gate_texts(plans, cases, nots)
     grams, cue_w, gate_bias = learn_gate(np, texts)
-    gate = nearness.Gate(np, grams, cue_w, gate_bias)
     no_work = [t for t, work in nots if not work]
     qs = queries(plans, cases, nots)
     progress("learning the held-out gates")
