@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 GENERATED := $(shell grep -l "@given" tests/test_*.py 2>/dev/null)
 
-.PHONY: demo test test-deep bench prompts plugin matcher real-loop real-loop-bench clean
+.PHONY: demo test test-deep bench prompts tables plugin matcher real-loop real-loop-bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed; set PYTHON=python3.11 (or newer)")'
@@ -31,6 +31,10 @@ test-deep: $(STAMP)
 # fixtures/cards/*.txt (review the diff)
 prompts: $(STAMP)
 	$(BIN)/python -m pytest tests/test_prompts.py tests/test_card.py --snapshot-update -q
+
+# write the plan language's tables (extensions/graph_engine/kinds.py) into the schema's enums and the docs' tables
+tables: $(STAMP)
+	$(BIN)/python -m graph_engine.tools.tables
 
 # learn what matching ships (matching/data/matcher.json) from the bundled library and the labelled set; one
 # thread, so that the same inputs give the same bytes (review and commit the file)

@@ -341,3 +341,49 @@ def test_select_routes_a_fan_in_as_the_engine_and_the_lint_do():
     assert route_kind("fan_in") == "decision" and lint._kind(plan.nodes["join"]) == "decision"
     assert simulate.select(plan, "join", {"status": "fail"}, {})["target"] == "stuck"
     assert simulate.select(plan, "join", {"status": "retry"}, {})["target"] == "stuck"
+
+
+# ── a run whose edges carry weight (Attractor spec 3.3, steps 1 and 4-5) ───
+
+WEIGHTED_DOT = """digraph weighted {
+  graph [goal="Route by weight", triggers="route by weight please", trigger_threshold=1]
+  start [shape=Mdiamond]
+  done [shape=Msquare]
+  light [label="Light", prompt="ls"]
+  heavy [label="Heavy", prompt="ls", verify="any_output"]
+  also [label="Also", prompt="ls"]
+  tie_b [label="Tie B", prompt="ls"]
+  tie_a [label="Tie A", prompt="ls"]
+  start -> light [weight=1]
+  start -> heavy [weight=5]
+  heavy -> also [condition="outcome=success", weight=1]
+  heavy -> tie_b [condition="outcome=success", weight=3]
+  heavy -> tie_a [condition="outcome!=fail", weight=3]
+  heavy -> done [condition="outcome=fail"]
+  light -> done
+  also -> done
+  tie_a -> done
+  tie_b -> done
+}
+"""
+
+
+def test_a_run_whose_edges_carry_weight_takes_the_heaviest_then_the_first_target_id(monkeypatch, tmp_path):
+    """Unconditional edges: the heaviest; matching conditional edges: the heaviest, ties by target id (tie_a before
+    tie_b though tie_b is listed first).  The engine in a run and `select` agree."""
+    from graph_engine.dot import parse
+    from graph_engine.dot_plan import to_plan
+    from graph_engine.tools import simulate
+
+    plan_id, raw, found = to_plan(parse(WEIGHTED_DOT))
+    assert [d for d in found if d.severity == "error"] == []
+    use_library(monkeypatch, tmp_path, {plan_id: raw})
+    s = started("route by weight please")
+    assert s.state["current_node"] == "heavy"
+    s.run_pass(cmd("ls", "README.md\n"))
+    s.run_pass(Reply(warning="x"))
+    assert s.state["current_node"] == "tie_a"
+    assert [e["to"] for e in events(s, "edge_followed")] == ["heavy", "tie_a"]
+    plan = compile_plan(plan_id, raw)
+    assert simulate.select(plan, "start", {"status": "success"}, {})["target"] == "heavy"
+    assert simulate.select(plan, "heavy", {"status": "success"}, {})["target"] == "tie_a"

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .control import CONTROLS
+from .kinds import ENDINGS
 from .model import Node, Plan
 from .render import plural, progress, steps_done
 
@@ -18,10 +20,7 @@ MAX_LISTED = 12  # a plan with more steps lists the ones around the current step
 AROUND = 3  # steps listed before and after the current one in a long plan
 HEADING = "Workflow"
 ROUTE_WORDS = {"on_retry": "failed", "on_fail": "failed", "on_exhaust": "failed with no attempts left"}
-ENDINGS = frozenset(("plan_completed", "plan_escalated", "plan_expired", "plan_ended", "plan_aborted",
-                     "plan_withdrawn", "state_rejected", "plan_stopped", "plan_restarted"))
-STEERING = ("Steer it from the chat: \"stop the workflow\", \"pause the workflow\", \"skip this step\", "
-            "\"go back to <step>\", \"retry this step\", \"restart the workflow\", \"workflow status\"")
+STEERING = "Steer it from the chat: " + ", ".join(f'"{k.canonical}"' for k in CONTROLS.values() if k.on_card)
 NO_ENTRY: dict[str, Any] = {}
 
 

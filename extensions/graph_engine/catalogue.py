@@ -28,6 +28,7 @@ from typing import Any, Mapping, Sequence
 
 from .library import (Checked, Library, _problem_lines, check_document, check_plan, document_problems, dot_files,
                       json_error, library_meta, library_schema, load_library_file, read_library)
+from .kinds import RESTING
 from .lint import ERROR, Diagnostic, cross_plan_triggers, shared_trigger
 from .matching import decide, shipped, vectors
 from .matching.decide import Verdict, by_meaning, by_words
@@ -85,7 +86,7 @@ def _step_texts(raw: dict) -> tuple[str, ...]:
     """The names and actions of a plan's steps, read from its JSON as compiling reads them (texts only)."""
     graph = raw.get("graph")
     nodes = graph.get("nodes") if isinstance(graph, dict) else None
-    specs = [n for n in nodes.values() if isinstance(n, dict) and n.get("type", "task") in ("task", "human")] \
+    specs = [n for n in nodes.values() if isinstance(n, dict) and n.get("type", "task") in RESTING] \
         if isinstance(nodes, dict) else [s for s in raw.get("steps", []) if isinstance(s, dict)] \
         if isinstance(raw.get("steps"), list) else []
     out = []

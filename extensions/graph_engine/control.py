@@ -29,19 +29,36 @@ from typing import Iterable, Sequence
 
 MAX_CONTROL_CHARS = 160  # a control is a short message; longer ones are requests
 
-CANONICAL = {
-    "stop": "stop the workflow",
-    "pause": "pause the workflow",
-    "resume": "resume the workflow",
-    "skip": "skip this step",
-    "back": "go back to <step>",
-    "retry": "retry this step",
-    "restart": "restart the workflow",
-    "start": "start the <plan name> workflow",
-    "list": "list workflows",
-    "status": "workflow status",
-}
-KINDS = tuple(CANONICAL)
+@dataclass(frozen=True)
+class Kind:
+    """A control as the person meets it: its canonical form (the docs and the card name it), the audit event it
+    records, the verb of the answer when no run is active, and whether the card lists it."""
+    name: str
+    canonical: str
+    event: str
+    means: str
+    verb: str = ""
+    on_card: bool = False
+    ends_run: bool = False
+
+
+# the controls, each declared once; its natural forms are in _FORMS below, what it does in engine._CONTROLS
+CONTROLS: dict[str, Kind] = {k.name: k for k in (
+    Kind("stop", "stop the workflow", "plan_stopped", "the person said to stop", "stop", True, True),
+    Kind("pause", "pause the workflow", "plan_paused", "the person said to pause", "pause", True),
+    Kind("resume", "resume the workflow", "plan_resumed", "the person said to resume", "resume"),
+    Kind("skip", "skip this step", "step_skipped", "the person skipped the step", "skip", True),
+    Kind("back", "go back to <step>", "jumped_back", "the person went back to an earlier step", "go back in", True),
+    Kind("retry", "retry this step", "attempts_restored", "the person gave the step its attempts back", "retry",
+         True),
+    Kind("restart", "restart the workflow", "plan_restarted", "the person restarted the run", "restart", True,
+         True),
+    Kind("start", "start the <plan name> workflow", "plan_activated", "a run started"),
+    Kind("list", "list workflows", "workflows_listed", "the person asked for the workflows"),
+    Kind("status", "workflow status", "status_shown", "the person asked where the run is", "report on", True),
+)}
+CANONICAL = {k.name: k.canonical for k in CONTROLS.values()}
+KINDS = tuple(CONTROLS)
 
 
 @dataclass(frozen=True)
@@ -229,7 +246,7 @@ def find_steps(plan, target: str) -> list[str]:
     if numbered:
         n = int(numbered.group(1)) if numbered.group(1) else ORDINALS.get(numbered.group(2), len(path))
         return [path[n - 1]] if 1 <= n <= len(path) else []
-    nodes = [n for n in plan.nodes.values() if n.type in ("task", "human")]
+    nodes = [plan.nodes[nid] for nid in plan.resting]
     order = plan.success_index
     nodes.sort(key=lambda n: (order.get(n.id, len(order)), n.id))
     return names(target, ((n.id, n.name) for n in nodes))

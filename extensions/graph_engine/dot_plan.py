@@ -19,12 +19,12 @@ from decimal import Decimal
 from typing import Any
 
 from .dot import DotGraph, Duration, Value, parse
+from .kinds import NODE_KINDS
 from .lint import Diagnostic
 from .routing import condition_problem
 from .dot_spec import HANDLER_TO_NODE, SHAPES, handler_type, lint_graph, node_type, roles, view
 
-SHAPE_OF = {"start": "Mdiamond", "exit": "Msquare", "task": "box", "decision": "diamond", "escalate": "octagon",
-            "checkpoint": "cylinder", "human": "hexagon", "parallel": "component", "fan_in": "tripleoctagon"}
+SHAPE_OF = {k.name: k.dot_shape for k in NODE_KINDS.values()}
 OUR_NODE_KEYS = ("label", "prompt", "tool", "tool_hint", "max_retries", "pace_level", "reason", "continue_on_fail",
                  "description", "type", "shape", "goal_gate", "retry_target", "fallback_retry_target",
                  "human.default_choice", "allow_partial", "human.timeout_turns")
@@ -226,7 +226,7 @@ def to_dot(plan_id: str, raw: dict[str, Any], highlight: dict[str, Any] | None =
     for nid, node in raw["graph"]["nodes"].items():
         ntype = node.get("type", "task")
         pairs: list[tuple[str, Any]] = [("shape", SHAPE_OF[ntype])]
-        if ntype in ("escalate", "checkpoint"):
+        if NODE_KINDS[ntype].dot_type:
             pairs.append(("type", ntype))
         if "name" in node:
             pairs.append(("label", node["name"]))

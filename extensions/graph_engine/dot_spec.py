@@ -24,16 +24,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from .dot import DotGraph, DotNode, Value
+from .kinds import NODE_TYPES
 from .lint import Diagnostic, reachable
 from .routing import condition_problem
 
 SHAPES = {"Mdiamond": "start", "Msquare": "exit", "box": "codergen", "parallelogram": "tool",
           "diamond": "conditional", "hexagon": "wait.human", "component": "parallel",
           "tripleoctagon": "parallel.fan_in", "house": "stack.manager_loop"}
-HANDLER_TO_NODE = {"start": "start", "exit": "exit", "codergen": "task", "tool": "task", "conditional": "decision",
-                   "task": "task", "decision": "decision", "escalate": "escalate", "checkpoint": "checkpoint",
-                   "wait.human": "human", "human": "human", "parallel": "parallel", "parallel.fan_in": "fan_in",
-                   "fan_in": "fan_in"}
+HANDLER_TO_NODE = {**{name: name for name in NODE_TYPES}, "codergen": "task", "tool": "task",
+                   "conditional": "decision", "wait.human": "human", "parallel.fan_in": "fan_in"}  # Attractor's names too
 UNSUPPORTED = {"stack.manager_loop": "manager loop"}
 START_IDS = ("start", "Start")
 EXIT_IDS = ("exit", "Exit", "end", "End")

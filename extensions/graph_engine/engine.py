@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterable, Sequence
 from . import control, render
 from .history import CallOutput
 from .matching.words import Match, allowed, domain_leaves_plan, is_continuation, names_plan
+from .kinds import RESTING
 from .model import Edge, Node, Plan
 from .lint import reachable
 from .state import (MAX_CONSUMED, MAX_CONTEXT_KEYS, MAX_GATE_JUMPS, emit, new_state, push_path, record_shown,
@@ -400,12 +401,12 @@ def _settle(run: Run) -> None:
     """Pass through start, checkpoint and decision nodes until a task, a human gate or a terminal node."""
     for _ in range(MAX_SETTLE_STEPS):
         node = run.node
-        if node.type in ("task", "human"):
+        if node.type in RESTING:
             return
         if node.type == "exit":
             if _goal_gates_hold(run, node):
                 _complete(run, node)
-            if run.fx.ended or run.node.type in ("task", "human"):
+            if run.fx.ended or run.node.type in RESTING:
                 return
             continue
         if node.type == "escalate":
@@ -825,9 +826,7 @@ def _check_limits(run: Run) -> None:
 # first hook call that sees it, so the call answering it already shows the result.  Each control is one
 # audit event naming what the user wrote; a control with no run to act on gets a one-line answer.
 
-CONTROL_EVENTS = {"stop": "plan_stopped", "pause": "plan_paused", "resume": "plan_resumed", "skip": "step_skipped",
-                  "back": "jumped_back", "retry": "attempts_restored", "restart": "plan_restarted",
-                  "list": "workflows_listed", "status": "status_shown"}
+CONTROL_EVENTS = {k.name: k.event for k in control.CONTROLS.values()}
 
 
 def _steer(plans: Iterable[Plan], run: Run | None, obs: Observation, fx: Effects) -> tuple[bool, Run | None]:
@@ -942,7 +941,7 @@ def _back(run: Run, ctl: control.Control) -> bool:
         found = control.find_steps(plan, ctl.target)
     else:  # "go back": the step before the current one
         found = [n for n in reversed(s.get("path", [])) if n != s["current_node"]
-                 and plan.nodes[n].type in ("task", "human")][:1]
+                 and plan.nodes[n].type in RESTING][:1]
     if len(found) != 1:
         if not found and not ctl.explicit and ctl.target:
             return False  # "redo the dishes": names no step, not said as one

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping
 
+from .kinds import PASS_THROUGH, TERMINAL
 from .model import Edge, Node, Plan
 from .patterns import repeat_chain
 from .routing import DECISION_SHORTHANDS, TASK_SHORTHANDS, condition_problem, route_kind, select_edge
@@ -41,7 +42,7 @@ RULES: Mapping[str, tuple[str, str]] = {
     "exit_no_outgoing": (ERROR, "exit and escalate nodes end the run; edges out of them are never taken"),
     "reachability": (ERROR, "every node is reachable from the start node"),
     "dead_end": (ERROR, "every node that is not an exit or escalation has a way out"),
-    "duplicate_condition": (ERROR, "two edges from one node with the same condition: the second is never taken"),
+    "duplicate_condition": (ERROR, "two edges from one node with the same condition and weight: one is never taken"),
     "decision_branches": (ERROR, "a decision needs an on_success edge and an edge for failure"),
     "failure_unrouted": (ERROR, "a check that can fail has no route once its retries are spent"),
     "stall_possible": (ERROR, "an outcome that reaches a node and that its edges do not route for every context "
@@ -70,7 +71,6 @@ RULES: Mapping[str, tuple[str, str]] = {
 }
 
 OUTCOMES = ("success", "retry", "exhausted")
-PASS_THROUGH = ("start", "checkpoint", "decision", "parallel", "fan_in")
 MAX_PASS_THROUGH = 64
 
 
@@ -142,7 +142,7 @@ def _outcome_clauses_hold(clauses: tuple, status: str) -> tuple[bool, bool]:
 def possible_edges(plan: Plan, node: Node, outcome: str) -> tuple[list[Edge], bool]:
     """Every edge the engine might take for this outcome (routing.select_edge), and whether it may stay."""
     status = STATUS_OF[outcome]
-    if node.type == "parallel":  # every branch runs (one after another)
+    if route_kind(node.type) == "branches":  # every branch runs (one after another)
         return list(plan.out_edges.get(node.id, ())), False
     kind = _kind(node)
     wanted = ("on_success",) if kind == "pass" else (
@@ -444,7 +444,7 @@ def _shape_rules(plan: Plan) -> list[Diagnostic]:
     reachable = _reachable(plan)
     for node in plan.nodes.values():
         outs = plan.out_edges.get(node.id, ())
-        if node.type in ("exit", "escalate"):
+        if node.type in TERMINAL:
             for e in outs:
                 found.append(diag("exit_no_outgoing", pid, f"{node.type} node has an outgoing edge",
                                   "remove the edge", node=node.id, edge=e, index=_index(plan, e)))
@@ -461,7 +461,8 @@ def _shape_rules(plan: Plan) -> list[Diagnostic]:
         for e in outs if node.type != "parallel" else ():  # a parallel node's edges are its branches
             key = (e.condition, e.label if e.condition == "always" else "", e.weight)
             if key in seen:
-                found.append(diag("duplicate_condition", pid, f"second '{e.condition}' edge from the node",
+                found.append(diag("duplicate_condition", pid, f"second '{e.condition}' edge from the node with the "
+                                  "same weight: only the one to the first target id is ever taken",
                                   "merge the edges or give one another condition (or weight, or label)",
                                   node=node.id, edge=e, index=_index(plan, e)))
             seen.add(key)

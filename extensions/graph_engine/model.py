@@ -18,24 +18,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from .patterns import unsafe
-from .routing import ConditionError, parse_condition
+from .routing import ConditionError, parse_condition, success_target
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
-NODE_TYPES = ("start", "task", "decision", "escalate", "exit", "checkpoint", "human", "parallel", "fan_in")
-CONDITIONS = ("on_success", "on_fail", "on_retry", "on_exhaust", "always")
-VERIFY_TYPES = (
-    "output_contains",
-    "output_not_contains",
-    "output_matches",
-    "output_not_matches",
-    "any_output",
-    "exit_code_zero",
-    "file_exists",
-    "manual",
-)
-ON_FAIL_ACTIONS = ("warn", "block", "skip", "abort")
-PACE_LEVELS = ("primary", "alternate", "contingent", "emergency")
+from .kinds import (CHECKS, CONDITIONS, DEFAULT_CHECK, NODE_TYPES, ON_FAIL_ACTIONS, PACE_LEVELS, RESTING, TERMINAL,
+                    VERIFY_TYPES, node_kind)
+
 DEFAULT_STALE_GRAPH = 15
 DEFAULT_STALE_LINEAR = 10
 DEFAULT_THRESHOLD = 2
@@ -79,22 +68,7 @@ class Verify:
 
     def _describe(self) -> str:
         """A statement that is true of a passing result ("Check: passes when ...")."""
-        t, v = self.type, self.value
-        if t == "output_contains":
-            return f'the output contains "{v}" (any letter case)'
-        if t == "output_not_contains":
-            return f'the output does not contain "{v}" (any letter case)'
-        if t == "output_matches":
-            return f"the output matches /{v}/"
-        if t == "output_not_matches":
-            return f"the output does not match /{v}/"
-        if t == "any_output":
-            return "the command prints some output"
-        if t == "exit_code_zero":
-            return "the command exits with status 0"
-        if t == "file_exists":
-            return f"the file {v} exists afterwards"
-        return "your reply says STEP COMPLETE (write it when the step is done)"
+        return CHECKS[self.type].says.format(v=self.value)
 
 
 @dataclass(frozen=True)
@@ -159,6 +133,11 @@ class Plan:
     @property
     def total_steps(self) -> int:
         return len(self.success_path)
+
+    @cached_property
+    def resting(self) -> tuple[str, ...]:
+        """The nodes where a run waits for a result or an answer (the steps a person can name), in plan order."""
+        return tuple(nid for nid, n in self.nodes.items() if n.type in RESTING)
 
     @cached_property
     def success_index(self) -> Mapping[str, int]:
@@ -299,7 +278,7 @@ def _compile_node(plan_id: str, nid: str, spec: Any, where: str) -> Node:
             f"{where}.timeout", f"must be a number of seconds >= 0, got {timeout!r}", "write e.g. 900 for 15 minutes")
     return Node(
         id=nid, type=ntype, name=name or nid, verify=_compile_verify(plan_id, spec.get("verify"), f"{where}.verify"),
-        max_retries=_int(plan_id, spec.get("max_retries", 0), f"{where}.max_retries", 0),
+        max_retries=_int(plan_id, spec.get("max_retries", node_kind(ntype).retries), f"{where}.max_retries", 0),
         pace_level=pace, timeout=float(timeout),
         timeout_turns=_int(plan_id, spec.get("timeout_turns", 0), f"{where}.timeout_turns", 0),
         **flags, **refs, **texts,
@@ -362,23 +341,22 @@ def _compile_verify(plan_id: str, raw: Any, where: str) -> Verify | None:
     if raw is None:
         return None
     _expect(isinstance(raw, dict), plan_id, where, "must be an object", 'write {"type": ..., "value": ...}')
-    vtype = raw.get("type", "any_output")
+    vtype = raw.get("type", DEFAULT_CHECK)
     _expect(vtype in VERIFY_TYPES, plan_id, f"{where}.type", f"unknown verification {vtype!r}",
             f"use one of {', '.join(VERIFY_TYPES)}")
     value = raw.get("value", "")
     _expect(isinstance(value, str), plan_id, f"{where}.value", "must be a string", "write the text to look for")
-    needs_value = vtype in ("output_contains", "output_not_contains", "output_matches", "output_not_matches",
-                            "file_exists")
-    _expect(not needs_value or value != "", plan_id, f"{where}.value", f"{vtype} needs a value",
+    kind = CHECKS[vtype]
+    _expect(not kind.needs_value or value != "", plan_id, f"{where}.value", f"{vtype} needs a value",
             "say what to look for in 'value'")
     pattern = None
     flags = raw.get("flags", "")
-    if vtype in ("output_matches", "output_not_matches"):
+    if kind.regex:
         pattern = _compile_regex(plan_id, value, flags, f"{where}.value")
     fail_if = raw.get("fail_if", "")
     _expect(isinstance(fail_if, str), plan_id, f"{where}.fail_if", "must be a string",
             "write a regular expression that marks the output as failed")
-    _expect(not fail_if or vtype not in ("manual", "file_exists"), plan_id, f"{where}.fail_if",
+    _expect(not fail_if or kind.reads_output, plan_id, f"{where}.fail_if",
             f"{vtype} does not read the output, so fail_if would never apply", "remove fail_if")
     fail_pattern = _compile_regex(plan_id, fail_if, flags, f"{where}.fail_if") if fail_if else None
     capture = raw.get("capture", "")
@@ -420,20 +398,10 @@ def _success_path(nodes: Mapping[str, Node], out_edges: Mapping[str, tuple[Edge,
         node = nodes[current]
         if node.type == "task":
             path.append(current)
-        if node.type in ("exit", "escalate"):
+        if node.type in TERMINAL:
             break
-        current = _success_edge(out_edges.get(current, ()))
+        current = success_target(out_edges.get(current, ()), node.type)
     return tuple(path)
-
-
-def _success_edge(edges: tuple[Edge, ...]) -> str | None:
-    """Where a passed check goes, as routing orders it, when nothing else is known: an expression on the outcome
-    alone that success satisfies (``outcome=success``, ``outcome!=fail``), then ``on_success``, then ``always``."""
-    exprs = [e for e in edges if e.clauses and all(k == "outcome" and (v == "success") == (op == "=")
-                                                   for k, op, v in e.clauses)]
-    if exprs:
-        return min(exprs, key=lambda e: (-e.weight, e.dst)).dst
-    return next((e.dst for cond in ("on_success", "always") for e in edges if e.condition == cond), None)
 
 
 # ── small validators ────────────────────────────────────────────────────────

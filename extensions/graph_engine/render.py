@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .control import CONTROLS
 from .lint import resolve
 from .model import Edge, Node, Plan
 
@@ -418,8 +419,7 @@ def resumed_notice(state: dict[str, Any], plan: Plan) -> str:
 
 # ── the user's controls (engine: "the user's controls") ─────────────────────
 
-NO_RUN_VERBS = {"stop": "stop", "pause": "pause", "resume": "resume", "skip": "skip", "back": "go back in",
-                "retry": "retry", "restart": "restart", "status": "report on"}
+NO_RUN_VERBS = {k.name: k.verb for k in CONTROLS.values() if k.verb}
 LISTED_PHRASES = 3
 
 

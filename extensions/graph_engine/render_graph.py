@@ -15,15 +15,10 @@ import subprocess
 from typing import Any, Mapping
 
 from . import settings
-from .card import ENDINGS  # the events that end a run: one list for the card and the picture
+from .kinds import ENDINGS, node_kind
 from .model import Plan
 from .routing import ConditionError, parse_condition
 
-MERMAID_SHAPE = {"start": ("([", "])"), "exit": ("([", "])"), "task": ("[", "]"), "decision": ("{", "}"),
-                 "escalate": ("[[", "]]"), "checkpoint": ("[(", ")]"), "human": ("{{", "}}")}
-SHAPE = {"start": "oval", "exit": "box", "task": "box", "decision": "diamond", "escalate": "octagon",
-         "checkpoint": "cylinder", "human": "hexagon", "parallel": "component", "fan_in": "tripleoctagon"}
-FILL = {"start": "#eeeeee", "exit": "#d9f2d9", "escalate": "#f8d7da", "decision": "#fff3cd", "human": "#e2d9f3"}
 RUN = "#1f6feb"
 FINAL = "#0b3d91"
 DOT_SECONDS = 1.0  # the drawing thread waits at most this long for Graphviz (the shipped plans take 20-60 ms)
@@ -139,11 +134,12 @@ def picture(plan_id: str, raw: Mapping[str, Any], highlight: dict[str, Any] | No
     for nid, node in raw["graph"]["nodes"].items():
         ntype = node.get("type", "task")
         label = [node.get("name", nid)]
-        attrs = [f"shape={SHAPE.get(ntype, 'box')}", f'fillcolor="{FILL.get(ntype, "white")}"']
+        kind = node_kind(ntype)
+        attrs = [f"shape={kind.picture}", f'fillcolor="{kind.fill}"']
         if ntype == "exit":
             attrs += ['style="filled,rounded"', "peripheries=2"]
-        if ntype == "task" and node.get("max_retries"):
-            label.append(f"up to {node['max_retries'] + 1} attempts")
+        if ntype == "task" and node.get("max_retries", kind.retries):
+            label.append(f"up to {node.get('max_retries', kind.retries) + 1} attempts")
         if ntype == "escalate":
             label.append(f"PACE {node.get('pace_level', 'contingent')}")
         if nid in visits:
@@ -194,7 +190,7 @@ def mermaid(plan_id: str, raw: Mapping[str, Any], highlight: dict[str, Any] | No
     counts = (highlight or {}).get("edges", {})
     lines = ["flowchart TD", f"    %% {plan_id}: {_label(raw.get('name', plan_id))}"]
     for nid, node in raw["graph"]["nodes"].items():
-        left, right = MERMAID_SHAPE.get(node.get("type", "task"), ("[", "]"))
+        left, right = node_kind(node.get("type", "task")).mermaid
         name = _label(node.get("name", nid)) + (f" x{visits[nid]}" if nid in visits else "")
         if nid == (highlight or {}).get("final"):
             name += f" ({_where(highlight or {})})"

@@ -35,8 +35,10 @@ import json
 import re
 from typing import Any, Mapping, Sequence
 
-STATUSES = ("success", "partial_success", "retry", "fail", "skipped")
-SHORTHANDS = ("on_success", "on_fail", "on_retry", "on_exhaust", "always")
+from .kinds import CONDITIONS, NODE_KINDS, OUTCOMES
+
+STATUSES = OUTCOMES
+SHORTHANDS = CONDITIONS
 TASK_SHORTHANDS = {"success": ("on_success",), "partial_success": ("on_success",), "retry": ("on_retry",),
                    "fail": ("on_exhaust", "on_fail"), "skipped": ()}
 PASS_SHORTHANDS = ("on_success",)  # start and checkpoint nodes, whatever the status
@@ -132,13 +134,12 @@ def evaluate(clauses: Sequence[tuple[str, str, str]], outcome: Mapping[str, Any]
     return True
 
 
-ROUTE_KINDS = {"decision": "decision", "fan_in": "decision", "start": "pass", "checkpoint": "pass",
-               "human": "human"}  # how a node's outgoing edges are read; any other node: "task"
+ROUTE_KINDS = {k.name: k.route for k in NODE_KINDS.values()}  # how a node's outgoing edges are read
 
 
 def route_kind(node_type: str) -> str:
     """How the edges leaving a node of this type are chosen (``select_edge``'s ``kind``): the one table the
-    engine, the lint and `graph-engine select` read."""
+    engine, the lint and `graph-engine select` read (``kinds.NODE_KINDS``' route)."""
     return ROUTE_KINDS.get(node_type, "task")
 
 
@@ -155,14 +156,26 @@ def select_edge(plan: Any, node_id: str, outcome: Mapping[str, Any], context: Ma
         key = (node_id, kind, status)
         found = memo.get(key)
         if found is None:
-            found = _select(plan, node_id, outcome, context, kind, False)
+            found = _select(plan.out_edges.get(node_id, ()), outcome, context, kind, False)
             if all(e.condition in SHORTHANDS for e in plan.out_edges.get(node_id, ())):
                 memo[key] = found
         return found
-    return _select(plan, node_id, outcome, context, kind, explain)
+    return _select(plan.out_edges.get(node_id, ()), outcome, context, kind, explain)
 
 
-def _select(plan: Any, node_id: str, outcome: Mapping[str, Any], context: Mapping[str, Any], kind: str,
+def success_target(edges: Sequence[Any], node_type: str) -> str | None:
+    """Where a passed step goes when nothing else is known (no context, no label): the edge ``select_edge`` takes
+    for a success among the edges whose condition reads the outcome alone.  The plan's success path (the steps
+    progress counts) is built from it, so the card and the run agree on the way ahead."""
+    kind = route_kind(node_type)
+    if kind in ("human", "branches"):  # a gate's first option (as --auto-approve takes it), the first branch
+        return edges[0].dst if edges else None
+    known = [e for e in edges if not e.clauses or all(key == "outcome" for key, _, _ in e.clauses)]
+    edge = _select(known, {"status": "success"}, {}, kind, False)[0]
+    return edge.dst if edge is not None else None
+
+
+def _select(edges: Sequence[Any], outcome: Mapping[str, Any], context: Mapping[str, Any], kind: str,
             explain: bool) -> tuple[Any, list[dict[str, Any]], bool]:
     status = outcome.get("status", "success")
     wanted = (PASS_SHORTHANDS if status in STATUSES else ()) if kind == "pass" else (
@@ -170,7 +183,7 @@ def _select(plan: Any, node_id: str, outcome: Mapping[str, Any], context: Mappin
     matching: list[tuple[tuple, Any]] = []
     why: list[dict[str, Any]] = []
     unconditional = []
-    for order, edge in enumerate(plan.out_edges.get(node_id, ())):
+    for order, edge in enumerate(edges):
         cond = edge.condition
         if cond == "always":
             unconditional.append(edge)
@@ -192,7 +205,7 @@ def _select(plan: Any, node_id: str, outcome: Mapping[str, Any], context: Mappin
         chosen = min(matching, key=lambda m: m[0])[1]
         return chosen, _mark(why, chosen, "taken: best matching conditional edge"), False
     if status == "partial_success":  # no edge names it: a partial success is routed as a success
-        return _select(plan, node_id, {**outcome, "status": "success"}, context, kind, explain)
+        return _select(edges, {**outcome, "status": "success"}, context, kind, explain)
     if status == "retry" and kind == "task":
         return None, _mark(why, None, ""), True
     label = normalise_label(str(outcome.get("preferred_label", "") or ""))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, Callable, Iterable, Iterator
 
+from .kinds import PASS_THROUGH, RESTING, RUN_STATUSES
 from .model import Plan
 from .plain import NotPlain, as_text, copy_plain
 
@@ -228,7 +229,7 @@ SHAPES: dict[str, Shape] = {
 SCHEMA_2_ONLY = ("run_id", "status", "notice", "notice_turn", "checkpoint", "escalation", "audit_seq")
 OPTIONAL = ("context", "outcome", "provisional", "parallel", "gate_jumps", "held", "picture", "paused",
             "steps_skipped", "attempts_restored", "gate")
-STATUSES = ("active", "escalated", "completed", "expired", "ended", "aborted", "withdrawn", "stopped")
+STATUSES = RUN_STATUSES
 NODE_OUTCOMES = ("pending", "success", "fail", "skipped", "partial_success")
 LAST_OUTCOMES = ("", "success", "retry", "exhausted")
 ROUTED = ("success", "partial_success", "retry", "fail", "skipped")
@@ -420,9 +421,9 @@ def _plan_rules(s: dict[str, Any], plan: Any) -> Iterator[str]:
 def _rest_problem(s: dict[str, Any], plan: Any) -> str:
     """An active run rests on a task or a human gate; on a pass-through node only when it stalled there."""
     node = plan.nodes[s["current_node"]]
-    if s.get("status", "active") != "active" or node.type in ("task", "human"):
+    if s.get("status", "active") != "active" or node.type in RESTING:
         return ""
-    if s["stalled"] and node.type in ("start", "decision", "checkpoint", "parallel", "fan_in"):
+    if s["stalled"] and node.type in PASS_THROUGH:
         return ""
     return (f"field 'current_node' is '{node.id}', {_a(node.type)} node, where a run does not rest "
             f"(a run waits at a task or a human gate)")

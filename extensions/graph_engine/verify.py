@@ -11,6 +11,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from .kinds import CHECKS
 from .model import Verify
 from .patterns import PatternTooSlow
 from .prefilter import search
@@ -96,13 +97,13 @@ def _check(verify: Verify | None, evidence: Evidence, text: str | None) -> Verdi
     return verdict
 
 
-def _contains(v: Verify, text: str, _: Evidence) -> Verdict:
+def _judge_output_contains(v: Verify, text: str, _: Evidence) -> Verdict:
     if v.value.lower() in text.lower():
         return Verdict(True, f"found '{v.value}' in the output")
     return Verdict(False, f"expected '{v.value}' in the output")
 
 
-def _not_contains(v: Verify, text: str, _: Evidence) -> Verdict:
+def _judge_output_not_contains(v: Verify, text: str, _: Evidence) -> Verdict:
     if v.value.lower() in text.lower():
         return Verdict(False, f"found '{v.value}' in the output")
     return Verdict(True, f"'{v.value}' is absent from the output")
@@ -122,21 +123,21 @@ def _regex(v: Verify, text: str, want_match: bool) -> Verdict:
     return Verdict(want_match, f"output matches /{v.value}/ ('{m.group(0)[:60]}')")
 
 
-def _matches(v: Verify, text: str, _: Evidence) -> Verdict:
+def _judge_output_matches(v: Verify, text: str, _: Evidence) -> Verdict:
     return _regex(v, text, want_match=True)
 
 
-def _not_matches(v: Verify, text: str, _: Evidence) -> Verdict:
+def _judge_output_not_matches(v: Verify, text: str, _: Evidence) -> Verdict:
     return _regex(v, text, want_match=False)
 
 
-def _any_output(_: Verify, text: str, __: Evidence) -> Verdict:
+def _judge_any_output(_: Verify, text: str, __: Evidence) -> Verdict:
     if has_output(text):
         return Verdict(True, "the command printed output")
     return Verdict(False, "the command printed no output")
 
 
-def _exit_code_zero(_: Verify, text: str, __: Evidence) -> Verdict:
+def _judge_exit_code_zero(_: Verify, text: str, __: Evidence) -> Verdict:
     codes = [a or b for a, b in EXIT_STATUS.findall(text)]
     if not codes:
         return Verdict(False, "the output has no [exit:N] line, so the exit status is unknown")
@@ -168,7 +169,7 @@ def _allowed_roots() -> list[str]:
     return [os.path.realpath(os.path.expanduser(r)) for r in raw.split(os.pathsep) if r.strip()]
 
 
-def _file_exists(v: Verify, _: str, __: Evidence) -> Verdict:
+def _judge_file_exists(v: Verify, _: str, __: Evidence) -> Verdict:
     path = os.path.expanduser(v.value)
     roots = _allowed_roots()
     if roots:
@@ -185,19 +186,10 @@ def _file_exists(v: Verify, _: str, __: Evidence) -> Verdict:
     return Verdict(False, f"{v.value} does not exist")
 
 
-def _manual(_: Verify, __: str, evidence: Evidence) -> Verdict:
+def _judge_manual(_: Verify, __: str, evidence: Evidence) -> Verdict:
     if CONFIRM.search(evidence.reply or ""):
         return Verdict(True, "the model confirmed the step with STEP COMPLETE")
     return Verdict(False, "no STEP COMPLETE confirmation in the reply")
 
 
-_HANDLERS = {
-    "output_contains": _contains,
-    "output_not_contains": _not_contains,
-    "output_matches": _matches,
-    "output_not_matches": _not_matches,
-    "any_output": _any_output,
-    "exit_code_zero": _exit_code_zero,
-    "file_exists": _file_exists,
-    "manual": _manual,
-}
+_HANDLERS = {name: globals()["_judge_" + name] for name in CHECKS}  # a check's judge is _judge_<its name>

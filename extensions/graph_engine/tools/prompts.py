@@ -21,6 +21,7 @@ from typing import Iterator
 
 from .. import engine, render
 from . import simulate
+from ..kinds import RESTING, TERMINAL
 from ..model import Node, Plan
 from ..verify import Evidence, check
 
@@ -85,7 +86,7 @@ def _act(run: engine.Run, passed: bool) -> engine.Run:
 
 
 def _alive(run: engine.Run) -> bool:
-    return not run.fx.ended and not run.state.get("stalled") and run.node.type in ("task", "human")
+    return not run.fx.ended and not run.state.get("stalled") and run.node.type in RESTING
 
 
 def _answer(run: engine.Run, answer: str) -> engine.Run:
@@ -160,7 +161,7 @@ def _graph_sections(plan: Plan) -> Iterator[Section]:
     for (dec, cond, dst), text in sorted(routes.items(), key=lambda kv: _order(plan, kv[0])):
         yield Section(f"decision {dec}: {cond} -> {dst}", text)
     for nid, node in plan.nodes.items():
-        if node.type in ("escalate", "exit") and nid in ends:
+        if node.type in TERMINAL and nid in ends:
             yield Section(f"{'escalation' if node.type == 'escalate' else 'completion'} {nid}", ends[nid])
     yield from _human_sections(plan)
     yield from _notices(plan, first_visit)

@@ -1,0 +1,154 @@
+"""The plan language's kinds, each declared once: node kinds, checks, edge conditions, outcomes, run statuses and
+events.  Every other module reads these tables (compile, engine, lint, routing, DOT import and export, pictures,
+card); the controls are declared in ``control.CONTROLS`` beside their words. The schema's enums and the docs' tables are written from them (`make tables`) and a test checks that they
+are.  To add a kind, add a row here, then its behaviour where the row says (a check's judge in ``verify``, a node
+kind's handling in ``engine`` when it is not a plain task or pass-through).
+
+Pure data, no I/O; it reads only the controls' table (``control.CONTROLS``, beside the controls' words).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .control import CONTROLS
+
+# ── node kinds ──────────────────────────────────────────────────────────────
+
+
+@dataclass(frozen=True)
+class NodeKind:
+    name: str
+    does: str  # one line for the docs
+    route: str  # how its outgoing edges are read (routing.select_edge's kind): task, decision, pass, human, or
+    # branches (every edge, in the order listed)
+    rests: bool = False  # a run waits there for a result or an answer
+    terminal: bool = False  # reaching it ends the run
+    dot_shape: str = "box"  # DOT export (and, for Attractor's own shapes, import)
+    dot_type: bool = False  # DOT export also writes type="<name>" (the shape alone does not say the kind)
+    picture: str = "box"  # Graphviz shape of the run's picture
+    fill: str = "white"  # its fill colour in the picture
+    mermaid: tuple[str, str] = ("[", "]")  # Mermaid brackets
+    retries: int = 0  # max_retries when the plan does not say
+
+
+NODE_KINDS: dict[str, NodeKind] = {k.name: k for k in (
+    NodeKind("start", "where the run begins; passes on at once", "pass", dot_shape="Mdiamond", picture="oval",
+             fill="#eeeeee", mermaid=("([", "])")),
+    NodeKind("task", "a step the model carries out; its check judges the tool's result", "task", rests=True),
+    NodeKind("decision", "routes on the previous task's outcome and the run's context", "decision",
+             dot_shape="diamond", picture="diamond", fill="#fff3cd", mermaid=("{", "}")),
+    NodeKind("escalate", "ends the run at a PACE level, with a reason for the person", "task", terminal=True,
+             dot_shape="octagon", dot_type=True, picture="octagon", fill="#f8d7da", mermaid=("[[", "]]")),
+    NodeKind("exit", "ends the run as completed (when its goal gates hold)", "task", terminal=True,
+             dot_shape="Msquare", fill="#d9f2d9", mermaid=("([", "])")),
+    NodeKind("checkpoint", "records that the run got this far; passes on at once", "pass", dot_shape="cylinder",
+             dot_type=True, picture="cylinder", mermaid=("[(", ")]")),
+    NodeKind("human", "a question for the person; each outgoing edge's label is an answer", "human", rests=True,
+             dot_shape="hexagon", picture="hexagon", fill="#e2d9f3", mermaid=("{{", "}}")),
+    NodeKind("parallel", "its outgoing edges are branches, run one after another up to their fan-in", "branches",
+             dot_shape="component", picture="component"),
+    NodeKind("fan_in", "where the branches meet; routes like a decision on how they went", "decision",
+             dot_shape="tripleoctagon", picture="tripleoctagon"),
+)}
+NODE_TYPES = tuple(NODE_KINDS)
+TERMINAL = frozenset(k.name for k in NODE_KINDS.values() if k.terminal)
+RESTING = frozenset(k.name for k in NODE_KINDS.values() if k.rests)
+PASS_THROUGH = tuple(k.name for k in NODE_KINDS.values() if not k.rests and not k.terminal)
+
+
+def node_kind(name: str) -> NodeKind:
+    return NODE_KINDS.get(name, NODE_KINDS["task"])
+
+
+# ── checks ──────────────────────────────────────────────────────────────────
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    says: str  # a statement true of a passing result; {v} is the check's value
+    needs_value: bool = False  # "value" must be given
+    regex: bool = False  # "value" is a regular expression
+    reads_output: bool = True  # judges the tool's output (so fail_if can apply)
+    doc: str = ""  # when it passes, for the docs' table (Markdown)
+
+
+CHECKS: dict[str, Check] = {c.name: c for c in (
+    Check("output_contains", 'the output contains "{v}" (any letter case)', needs_value=True,
+          doc="the text `value` is in the output, in any letter case"),
+    Check("output_not_contains", 'the output does not contain "{v}" (any letter case)', needs_value=True,
+          doc="the text `value` is not in the output, in any letter case"),
+    Check("output_matches", "the output matches /{v}/", needs_value=True, regex=True,
+          doc="the regular expression `value` matches somewhere in the output"),
+    Check("output_not_matches", "the output does not match /{v}/", needs_value=True, regex=True,
+          doc="the regular expression `value` matches nowhere in the output"),
+    Check("any_output", "the command prints some output",
+          doc='there is output; Agent-Zero\'s "[SYSTEM: No output returned...]" counts as none'),
+    Check("exit_code_zero", "the command exits with status 0",
+          doc="the last `[exit:N]` (or `exit=N` line) printed is 0; an output without a status fails. The model is "
+              "told once how to print it: `; echo \"[exit:$?]\"` is appended to the step's command when the command "
+              "does not print the status itself, and without a command the check says to end the command with it. "
+              "A pipe makes the status the last command's: `pytest \\| tail` exits 0 when tests fail, so run such "
+              "commands without pipes (or add `fail_if`)"),
+    Check("file_exists", "the file {v} exists afterwards", needs_value=True, reads_output=False,
+          doc="`value` is an existing file; a directory or a dangling link fails, with that reason"),
+    Check("manual", "your reply says STEP COMPLETE (write it when the step is done)", reads_output=False,
+          doc="the model's reply contains `STEP COMPLETE`, as the context asks"),
+)}
+VERIFY_TYPES = tuple(CHECKS)
+DEFAULT_CHECK = "any_output"
+
+# ── edges, outcomes, runs ───────────────────────────────────────────────────
+
+CONDITIONS = ("on_success", "on_fail", "on_retry", "on_exhaust", "always")
+OUTCOMES = ("success", "partial_success", "retry", "fail", "skipped")  # a step's outcome, as conditions name it
+ON_FAIL_ACTIONS = ("warn", "block", "skip", "abort")
+PACE_LEVELS = ("primary", "alternate", "contingent", "emergency")
+RUN_STATUSES = ("active", "escalated", "completed", "expired", "ended", "aborted", "withdrawn", "stopped")
+
+# ── events (the audit log's and the state's history) ────────────────────────
+
+
+@dataclass(frozen=True)
+class Event:
+    name: str
+    means: str
+    ends_run: bool = False
+    said: bool = False  # carries the person's words (``said``): a control's event
+
+
+EVENTS: dict[str, Event] = {e.name: e for e in (
+    Event("plan_activated", "a run started (with the stage that matched and what it cost)"),
+    Event("node_entered", "the run reached a node"),
+    Event("node_verified", "a tool result was judged (reason, evidence_sha256)"),
+    Event("retry_triggered", "a failed check with attempts left: the step is tried again"),
+    Event("edge_followed", "the run followed an edge"),
+    Event("decision_routed", "a decision node chose its edge"),
+    Event("checkpoint_reached", "the run passed a checkpoint"),
+    Event("evidence_ignored", "a result was not judged (not new, or not the step's)"),
+    Event("route_stalled", "no edge matched: the run waits for the person"),
+    Event("partial_accepted", "attempts spent on a step that allows it: routed as a partial success"),
+    Event("goal_gate_unsatisfied", "an exit was reached before a goal gate held: back to its retry target"),
+    Event("goal_gate_failed", "a goal gate cannot hold: the run ends"),
+    Event("parallel_started", "a parallel node's branches begin"),
+    Event("parallel_branch", "the next branch begins"),
+    Event("parallel_joined", "the branches met at their fan-in"),
+    Event("human_answered", "the person answered a gate"),
+    Event("human_reasked", "an answer matched no option: the gate asks again"),
+    Event("human_unanswered", "a gate got no answer it could use: its default is taken"),
+    Event("human_timed_out", "a gate's timeout passed: its default is taken, or the run escalates"),
+    Event("emergency_hold", "an emergency escalation holds the agent until the person answers"),
+    Event("emergency_released", "the person released an emergency hold"),
+    Event("state_migrated", "a state saved by an older version was carried over"),
+    Event("run_resumed", "a run was resumed after a restart"),
+    Event("plan_completed", "the run reached an exit", ends_run=True),
+    Event("plan_escalated", "the run reached an escalation", ends_run=True),
+    Event("plan_expired", "the run reached its ceiling of turns", ends_run=True),
+    Event("plan_ended", "the run was ended (its plan changed or was removed, or it went stale)", ends_run=True),
+    Event("plan_aborted", "a failed step's on_fail is abort", ends_run=True),
+    Event("plan_withdrawn", "a run started by phrases was withdrawn in the same pass", ends_run=True),
+    Event("state_rejected", "a restored state was behind its log or unusable", ends_run=True),
+)}
+EVENTS.update({k.event: Event(k.event, k.means, k.ends_run, said=True) for k in CONTROLS.values() if k.event not in EVENTS})
+ENDINGS = frozenset(e.name for e in EVENTS.values() if e.ends_run)

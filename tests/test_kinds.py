@@ -1,0 +1,128 @@
+"""The plan language's kinds are declared once (graph_engine.kinds, control.CONTROLS) and everything else reads them."""
+
+import ast
+import dataclasses
+import json
+import re
+
+import pytest
+
+from graph_engine import card, control, dot_plan, dot_spec, engine, kinds, lint, render, render_graph, routing, verify
+from graph_engine.model import compile_plan
+from graph_engine.tools import tables
+from graph_engine.tools.standin import ROOT
+
+PACKAGE = ROOT / "extensions" / "graph_engine"
+
+
+def test_the_schema_enums_and_the_docs_tables_are_what_make_tables_writes():
+    assert tables.stale() == [], "run make tables"
+
+
+def test_a_changed_table_makes_the_generated_files_stale(tmp_path, monkeypatch):
+    for rel in [tables.SCHEMA, *(where for where, _ in tables.DOCS.values())]:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text((ROOT / rel).read_text())
+    monkeypatch.setitem(tables.ENUMS, ("$defs", "verify", "properties", "type"), (*kinds.VERIFY_TYPES, "new_check"))
+    monkeypatch.setitem(kinds.CHECKS, "new_check", kinds.Check("new_check", "it is new", doc="it is new"))
+    assert sorted(tables.stale(tmp_path)) == ["docs/plan-authoring.md", "plan_library/plan_library.schema.json"]
+    enum = json.loads(tables.outputs(tmp_path)[tables.SCHEMA])["$defs"]["verify"]["properties"]["type"]["enum"]
+    assert enum[-1] == "new_check"
+
+
+def _emitted_names():
+    """Every event name the package writes: emit(..., "name"), the controls' events, the rejected state's line."""
+    names = set()
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "emit":
+                for arg in node.args[1:2]:
+                    if isinstance(arg, ast.Constant):
+                        names.add(arg.value)
+                    elif isinstance(arg, ast.IfExp):
+                        names.update(a.value for a in (arg.body, arg.orelse) if isinstance(a, ast.Constant))
+            if isinstance(node, ast.Dict):
+                for k, v in zip(node.keys, node.values):
+                    if isinstance(k, ast.Constant) and k.value == "type" and isinstance(v, ast.Constant) \
+                            and isinstance(v.value, str) and v.value.endswith(("_rejected",)):
+                        names.add(v.value)
+    return names | set(engine.CONTROL_EVENTS.values())
+
+
+def test_every_event_written_is_declared_and_every_declared_event_is_written():
+    written = _emitted_names()
+    assert written - set(kinds.EVENTS) == set()
+    assert set(kinds.EVENTS) - written == set()
+
+
+def test_the_events_that_end_a_run_are_the_card_and_the_pictures_endings():
+    assert render_graph.ENDINGS is kinds.ENDINGS
+    assert {"plan_completed", "plan_escalated", "plan_stopped", "state_rejected"} <= kinds.ENDINGS
+    assert not {"plan_paused", "node_verified", "plan_activated"} & kinds.ENDINGS
+
+
+def test_every_check_has_a_judge_and_every_judge_a_check():
+    judges = {name[len("_judge_"):] for name in vars(verify) if name.startswith("_judge_")}
+    assert judges == set(kinds.CHECKS)
+
+
+@pytest.mark.parametrize("check", list(kinds.CHECKS.values()), ids=lambda c: c.name)
+def test_a_check_compiles_as_its_row_says(check):
+    def plan(verify):
+        node = {"type": "task", "name": "a", "verify": verify}
+        return {"name": "p", "graph": {"start": "a", "nodes": {"a": node, "x": {"type": "exit"}},
+                                       "edges": [{"from": "a", "to": "x", "condition": "on_success"}]}}
+
+    value = "a+b" if check.regex else "x"
+    node = compile_plan("p", plan({"type": check.name, "value": value})).nodes["a"]
+    assert node.verify.describe() == check.says.format(v=value)
+    assert (node.verify.pattern is not None) == check.regex
+    if check.needs_value:
+        with pytest.raises(ValueError, match="needs a value"):
+            compile_plan("p", plan({"type": check.name}))
+    fail_if = plan({"type": check.name, "value": value, "fail_if": "boom"})
+    if check.reads_output:
+        assert compile_plan("p", fail_if).nodes["a"].verify.fail_if == "boom"
+    else:
+        with pytest.raises(ValueError, match="does not read the output"):
+            compile_plan("p", fail_if)
+
+
+@pytest.mark.parametrize("kind", list(kinds.NODE_KINDS.values()), ids=lambda k: k.name)
+def test_a_node_kind_is_read_from_its_row_everywhere(kind):
+    assert routing.route_kind(kind.name) == kind.route
+    assert dot_plan.SHAPE_OF[kind.name] == kind.dot_shape
+    assert dot_spec.HANDLER_TO_NODE[kind.name] == kind.name
+    assert (kind.name in lint.PASS_THROUGH) == (not kind.rests and not kind.terminal)
+    assert (kind.name in lint.TERMINAL) == kind.terminal
+    shape = kind.dot_shape if kind.dot_shape in dot_spec.SHAPES else None
+    if shape:  # an Attractor shape reads back as this kind
+        assert dot_spec.HANDLER_TO_NODE[dot_spec.SHAPES[shape]] == kind.name
+
+
+def test_a_task_node_without_max_retries_gets_the_kinds_default(monkeypatch):
+    """The default is the table's alone: the compiled plan and the picture drawn from the raw JSON agree."""
+    raw = {"name": "p", "graph": {"start": "a", "nodes": {"a": {"type": "task", "name": "a"}, "x": {"type": "exit"}},
+                                  "edges": [{"from": "a", "to": "x", "condition": "on_success"}]}}
+    assert compile_plan("p", raw).nodes["a"].max_retries == kinds.NODE_KINDS["task"].retries
+    monkeypatch.setitem(kinds.NODE_KINDS, "task", dataclasses.replace(kinds.NODE_KINDS["task"], retries=2))
+    assert compile_plan("p", raw).nodes["a"].max_retries == 2
+    assert "up to 3 attempts" in render_graph.picture("p", raw)
+
+
+def test_the_docs_say_the_default_retries_the_table_gives():
+    doc = (ROOT / "docs" / "plan-authoring.md").read_text()
+    row = re.search(r"^\| `max_retries` \| `(\d+)` \| task \|", doc, re.M)
+    assert row and int(row.group(1)) == kinds.NODE_KINDS["task"].retries
+
+
+def test_the_controls_are_read_from_their_table():
+    assert control.KINDS == tuple(control.CONTROLS)
+    assert card.STEERING.count('"') == 2 * sum(k.on_card for k in control.CONTROLS.values())
+    for k in control.CONTROLS.values():
+        assert (f'"{k.canonical}"' in card.STEERING) == k.on_card
+        assert engine.CONTROL_EVENTS[k.name] == k.event
+        assert render.NO_RUN_VERBS.get(k.name, "") == k.verb
+        assert control.parse(k.canonical.replace("<step>", "the fix").replace("<plan name>", "git")).kind == k.name
+        assert k.event in kinds.EVENTS
