@@ -331,14 +331,14 @@ def test_the_engines_remembered_routes_equal_a_fresh_selection_and_never_depend_
 def test_select_routes_a_fan_in_as_the_engine_and_the_lint_do():
     """One table says how a node's edges are read (routing.route_kind): a fan_in routes like a decision in the
     engine, the lint and `graph-engine select` alike (a failed branch: on_fail first, then on_exhaust)."""
-    from graph_engine import lint
+    from graph_engine import routing
     from graph_engine.routing import route_kind
     from graph_engine.tools import simulate
     raw = parallel_plan()
     raw["graph"]["nodes"]["other"] = {"type": "exit"}
     raw["graph"]["edges"].append({"from": "join", "to": "other", "condition": "on_exhaust"})
     plan = compile_plan("c", raw)
-    assert route_kind("fan_in") == "decision" and lint._kind(plan.nodes["join"]) == "decision"
+    assert route_kind("fan_in") == "decision" and routing._kind(plan.nodes["join"]) == "decision"
     assert simulate.select(plan, "join", {"status": "fail"}, {})["target"] == "stuck"
     assert simulate.select(plan, "join", {"status": "retry"}, {})["target"] == "stuck"
 
@@ -387,3 +387,17 @@ def test_a_run_whose_edges_carry_weight_takes_the_heaviest_then_the_first_target
     plan = compile_plan(plan_id, raw)
     assert simulate.select(plan, "start", {"status": "success"}, {})["target"] == "heavy"
     assert simulate.select(plan, "heavy", {"status": "success"}, {})["target"] == "tie_a"
+
+
+def test_the_engine_and_the_texts_read_routes_from_routing_not_from_the_linter():
+    """One routing model: where an outcome leads (resolve, settle, reachable) lives in routing; the engine and the
+    texts the model reads import it from there, so a pass never loads the linter."""
+    import subprocess
+    import sys
+
+    code = ("import sys, graph_engine.engine, graph_engine.render, graph_engine.card; "
+            "print(sorted(m for m in sys.modules if m in ('graph_engine.lint', 'graph_engine.routing')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['graph_engine.routing']"
+    from graph_engine import lint, render, routing
+    assert lint.resolve is routing.resolve and render.resolve is routing.resolve

@@ -25,8 +25,8 @@ from typing import Any
 
 from .dot import DotGraph, DotNode, Value
 from .kinds import NODE_TYPES
-from .lint import Diagnostic, reachable
-from .routing import condition_problem
+from .lint import Diagnostic
+from .routing import condition_problem, reachable
 
 SHAPES = {"Mdiamond": "start", "Msquare": "exit", "box": "codergen", "parallelogram": "tool",
           "diamond": "conditional", "hexagon": "wait.human", "component": "parallel",

@@ -41,10 +41,9 @@ from .history import CallOutput
 from .matching.words import Match, allowed, domain_leaves_plan, is_continuation, names_plan
 from .kinds import RESTING
 from .model import Edge, Node, Plan
-from .lint import reachable
 from .state import (MAX_CONSUMED, MAX_CONTEXT_KEYS, MAX_GATE_JUMPS, emit, new_state, push_path, record_shown,
                     remember, shown_node)
-from .routing import accelerator, choice_key, normalise_label, select_edge
+from .routing import STATUS_OF, accelerator, choice_key, normalise_label, reachable, select_edge
 from .verify import Evidence, Verdict, capture, check, judged_text
 
 PROMPTS_AFTER = "prompts_after"
@@ -282,7 +281,6 @@ def _judged_already(s: dict[str, Any], obs: Observation, key: str, digest: str) 
 # ── graph traversal ─────────────────────────────────────────────────────────
 
 
-STATUS_OF = {"success": "success", "retry": "retry", "exhausted": "fail"}
 MAX_CONTEXT_VALUE = 200
 
 

@@ -1,6 +1,6 @@
 """Lint: what the schema cannot see.  Stable rule ids, a severity and a fix for each finding.
 
-The loop analysis follows the engine's routing exactly (``outcome_edge``):
+The loop analysis follows the engine's routing exactly (``routing.possible_edges`` and ``routing.resolve``):
 
 * a task's check gives one of three outcomes: ``success``; ``retry`` (failed, the
   node's budget has retries left: at most ``max_retries`` times per run);
@@ -24,7 +24,8 @@ from typing import Any, Iterable, Mapping
 from .kinds import PASS_THROUGH, TERMINAL
 from .model import Edge, Node, Plan
 from .patterns import repeat_chain
-from .routing import DECISION_SHORTHANDS, TASK_SHORTHANDS, condition_problem, route_kind, select_edge
+from .routing import (MAX_PASS_THROUGH, STATUS_OF, _outcome_clauses_hold, condition_problem, possible_edges, reachable,
+                      resolve, strongly_connected)
 
 ERROR, WARNING = "error", "warning"
 
@@ -71,7 +72,6 @@ RULES: Mapping[str, tuple[str, str]] = {
 }
 
 OUTCOMES = ("success", "retry", "exhausted")
-MAX_PASS_THROUGH = 64
 
 
 @dataclass(frozen=True)
@@ -120,123 +120,6 @@ def diag(rule: str, plan: str, message: str, fix: str, node: str | None = None,
 # ── routing, as the engine does it ──────────────────────────────────────────
 
 
-STATUS_OF = {"success": "success", "retry": "retry", "exhausted": "fail", "partial": "partial_success"}
-
-
-def _kind(node: Node) -> str:
-    kind = route_kind(node.type)
-    return "task" if kind == "human" else kind  # (the lint walks a gate's edges as a task's outcomes)
-
-
-def _outcome_clauses_hold(clauses: tuple, status: str) -> tuple[bool, bool]:
-    """(may match, surely matches) for an expression's clauses, knowing only the outcome's status."""
-    sure = True
-    for key, op, value in clauses:
-        if key != "outcome":
-            sure = False  # depends on the context or the preferred label
-        elif (value == status) != (op == "="):
-            return False, False
-    return True, sure
-
-
-def possible_edges(plan: Plan, node: Node, outcome: str) -> tuple[list[Edge], bool]:
-    """Every edge the engine might take for this outcome (routing.select_edge), and whether it may stay."""
-    status = STATUS_OF[outcome]
-    if route_kind(node.type) == "branches":  # every branch runs (one after another)
-        return list(plan.out_edges.get(node.id, ())), False
-    kind = _kind(node)
-    wanted = ("on_success",) if kind == "pass" else (
-        DECISION_SHORTHANDS if kind == "decision" else TASK_SHORTHANDS)[status]
-    edges = plan.out_edges.get(node.id, ())
-    found: list[Edge] = []
-    certain = False
-    for e in edges:
-        if e.condition in wanted:
-            found.append(e)
-            certain = True
-        elif e.clauses:
-            may, sure = _outcome_clauses_hold(e.clauses, status)
-            if may:
-                found.append(e)
-                certain = certain or sure
-    if certain:
-        return found, False
-    if outcome == "partial":  # when no edge names it, a partial success is routed as a success
-        return found + [e for e in possible_edges(plan, node, "success")[0] if e not in found], False
-    if status == "retry" and kind == "task":
-        return found, True
-    return found + [e for e in edges if e.condition == "always"], False
-
-
-def outcome_edge(plan: Plan, node: Node, outcome: str) -> Edge | None:
-    """The edge taken for an outcome when no context is involved (shorthands and unconditional edges)."""
-    edge, _, _ = select_edge(plan, node.id, {"status": STATUS_OF[outcome]}, {}, _kind(node))
-    return edge
-
-
-def resolve(plan: Plan, node_id: str, outcome: str) -> tuple[str | None, ...]:
-    """Where a task's outcome may lead: task, human gate or terminal nodes; None marks a possible stall.
-
-    A retry without a matching route stays on the node."""
-    node = plan.nodes[node_id]
-    edges, stay = possible_edges(plan, node, outcome)
-    targets: set[str | None] = {node_id} if stay else set()
-    onward = "success" if outcome == "partial" else outcome  # a partial success goes on as a success
-    for e in edges:  # a pass-through node further on that routes nowhere is stall_possible's finding, there
-        targets |= {t for t in settle(plan, e.dst, onward) if t is not None}
-    if not edges and not stay:
-        targets.add(None)
-    return tuple(sorted(targets, key=lambda t: (t is None, t or "")))
-
-
-def settle(plan: Plan, node_id: str, outcome: str) -> tuple[str | None, ...]:
-    """Where passing through ``node_id`` with this outcome may lead: task, human gate or terminal nodes; None
-    when a pass-through node on the way routes nowhere, or the way is a loop or longer than MAX_PASS_THROUGH
-    pass-through nodes (the engine stops there)."""
-    if plan.nodes[node_id].type not in PASS_THROUGH:
-        return (node_id,)
-    return _settled(plan, outcome)[node_id]
-
-
-_SETTLED: dict[tuple[int, str], tuple[Plan, dict[str, tuple[str | None, ...]]]] = {}
-
-
-def _settled(plan: Plan, outcome: str) -> dict[str, tuple[str | None, ...]]:
-    """``settle`` for every pass-through node of the plan at once: each node's pass-through successors are
-    read once, and a loop among them is found as a strongly connected component (linear in the plan's size;
-    following every path instead doubles with each decision in a row). Kept for the last few plans."""
-    key = (id(plan), outcome)
-    kept = _SETTLED.get(key)
-    if kept is not None and kept[0] is plan:
-        return kept[1]
-    passing = [n for n in plan.nodes.values() if n.type in PASS_THROUGH]
-    succ = {n.id: [e.dst for e in possible_edges(plan, n, outcome)[0]] for n in passing}
-    inner = {nid: sorted({d for d in dsts if d in succ}) for nid, dsts in succ.items()}
-    result: dict[str, tuple[str | None, ...]] = {}
-    length: dict[str, int] = {}
-    for comp in strongly_connected(inner):  # sinks first: every component after those it leads to
-        members = set(comp)
-        looped = len(comp) > 1 or comp[0] in inner[comp[0]]
-        out: set[str | None] = {None} if looped or any(not succ[m] for m in comp) else set()
-        longest = 0
-        for m in comp:
-            for d in succ[m]:
-                if d in members:
-                    continue
-                if d in succ:
-                    out.update(result[d])
-                    longest = max(longest, length[d])
-                else:
-                    out.add(d)
-        if longest + 1 > MAX_PASS_THROUGH:
-            out.add(None)
-        for m in comp:
-            result[m] = tuple(out)
-            length[m] = longest + 1
-    if len(_SETTLED) >= 16:
-        _SETTLED.clear()
-    _SETTLED[key] = (plan, result)
-    return result
 
 
 def route_gap(plan: Plan, node: Node, outcome: str) -> str:
@@ -488,18 +371,6 @@ def _index(plan: Plan, edge: Edge) -> int:
     return next(i for i, e in enumerate(plan.edges) if e is edge)
 
 
-def reachable(starts: Iterable[str], successors: Mapping[str, Iterable[str]]) -> set[str]:
-    """The nodes a path from any of ``starts`` reaches (they included)."""
-    seen = set(starts)
-    todo = list(seen)
-    while todo:
-        for nxt in successors.get(todo.pop(), ()):
-            if nxt not in seen:
-                seen.add(nxt)
-                todo.append(nxt)
-    return seen
-
-
 def _reachable(plan: Plan) -> set[str]:
     return reachable([plan.start], {nid: [e.dst for e in es] for nid, es in plan.out_edges.items()})
 
@@ -531,53 +402,6 @@ def _free_cycles(plan: Plan, table: Mapping[str, Mapping[str, str | None]]) -> l
     graph = {nid: sorted({t for o, ts in outs.items() if o != "retry" for t in ts if t in table})
              for nid, outs in table.items()}
     return [c for c in strongly_connected(graph) if len(c) > 1 or c[0] in graph[c[0]]]
-
-
-def strongly_connected(graph: Mapping[str, list[str]]) -> list[list[str]]:
-    """Tarjan's algorithm, iterative (plans can be large)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    out: list[list[str]] = []
-    counter = 0
-    for root in graph:
-        if root in index:
-            continue
-        work = [(root, iter(graph[root]))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            v, it = work[-1]
-            advanced = False
-            for w in it:
-                if w not in index:
-                    index[w] = low[w] = counter
-                    counter += 1
-                    stack.append(w)
-                    on_stack.add(w)
-                    work.append((w, iter(graph.get(w, []))))
-                    advanced = True
-                    break
-                if w in on_stack:
-                    low[v] = min(low[v], index[w])
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[v])
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                out.append(sorted(comp))
-    return out
 
 
 def _worst_case(plan: Plan, table: Mapping[str, Mapping[str, str | None]]) -> int:

@@ -18,8 +18,8 @@ import re
 from typing import Any
 
 from .control import CONTROLS
-from .lint import resolve
 from .model import Edge, Node, Plan
+from .routing import resolve
 
 INSTRUCTION = "Execute the current step. Do not skip ahead."
 EVIDENCE_NOTE = ("Your next tool call is checked against this step only; "

@@ -1,4 +1,7 @@
-"""Edge selection, shared by JSON and DOT plans, by the engine, `select`, `simulate` and `explain`.
+"""The one routing model: which edge a node's outcome takes (``select_edge``, for the engine, `select`, `simulate`
+and `explain`), where a passed step goes when nothing else is known (``success_target``: the plan's success path),
+and where an outcome may lead (``possible_edges``, ``resolve``, ``settle``, ``reachable``: for the lint and the
+texts the model reads).  JSON and DOT plans alike; how each node kind reads its edges is ``kinds.NODE_KINDS``.
 
 An outcome is ``{status, preferred_label, suggested_next_ids, context_updates}`` with status one of
 ``success``, ``partial_success``, ``retry`` (a failed check with retries left), ``fail`` (a failed check with
@@ -33,9 +36,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
-from .kinds import CONDITIONS, NODE_KINDS, OUTCOMES
+from .kinds import CONDITIONS, NODE_KINDS, OUTCOMES, PASS_THROUGH
 
 STATUSES = OUTCOMES
 SHORTHANDS = CONDITIONS
@@ -231,3 +234,178 @@ def _mark(why: list[dict[str, Any]], chosen: Any, verdict: str) -> list[dict[str
             entry["verdict"] = verdict
             break
     return why
+
+
+# ── where an outcome leads: the lint, the texts and the engine read the same answers ────────────────
+
+MAX_PASS_THROUGH = 64  # a longer chain of pass-through nodes stops the engine (and the lint says so)
+STATUS_OF = {"success": "success", "retry": "retry", "exhausted": "fail", "partial": "partial_success"}
+
+
+def _kind(node: Any) -> str:
+    kind = route_kind(node.type)
+    return "task" if kind == "human" else kind  # (the lint walks a gate's edges as a task's outcomes)
+
+
+def _outcome_clauses_hold(clauses: tuple, status: str) -> tuple[bool, bool]:
+    """(may match, surely matches) for an expression's clauses, knowing only the outcome's status."""
+    sure = True
+    for key, op, value in clauses:
+        if key != "outcome":
+            sure = False  # depends on the context or the preferred label
+        elif (value == status) != (op == "="):
+            return False, False
+    return True, sure
+
+
+def possible_edges(plan: Any, node: Any, outcome: str) -> tuple[list[Any], bool]:
+    """Every edge the engine might take for this outcome (routing.select_edge), and whether it may stay."""
+    status = STATUS_OF[outcome]
+    if route_kind(node.type) == "branches":  # every branch runs (one after another)
+        return list(plan.out_edges.get(node.id, ())), False
+    kind = _kind(node)
+    wanted = ("on_success",) if kind == "pass" else (
+        DECISION_SHORTHANDS if kind == "decision" else TASK_SHORTHANDS)[status]
+    edges = plan.out_edges.get(node.id, ())
+    found: list[Any] = []
+    certain = False
+    for e in edges:
+        if e.condition in wanted:
+            found.append(e)
+            certain = True
+        elif e.clauses:
+            may, sure = _outcome_clauses_hold(e.clauses, status)
+            if may:
+                found.append(e)
+                certain = certain or sure
+    if certain:
+        return found, False
+    if outcome == "partial":  # when no edge names it, a partial success is routed as a success
+        return found + [e for e in possible_edges(plan, node, "success")[0] if e not in found], False
+    if status == "retry" and kind == "task":
+        return found, True
+    return found + [e for e in edges if e.condition == "always"], False
+
+
+def resolve(plan: Any, node_id: str, outcome: str) -> tuple[str | None, ...]:
+    """Where a task's outcome may lead: task, human gate or terminal nodes; None marks a possible stall.
+
+    A retry without a matching route stays on the node."""
+    node = plan.nodes[node_id]
+    edges, stay = possible_edges(plan, node, outcome)
+    targets: set[str | None] = {node_id} if stay else set()
+    onward = "success" if outcome == "partial" else outcome  # a partial success goes on as a success
+    for e in edges:  # a pass-through node further on that routes nowhere is stall_possible's finding, there
+        targets |= {t for t in settle(plan, e.dst, onward) if t is not None}
+    if not edges and not stay:
+        targets.add(None)
+    return tuple(sorted(targets, key=lambda t: (t is None, t or "")))
+
+
+def settle(plan: Any, node_id: str, outcome: str) -> tuple[str | None, ...]:
+    """Where passing through ``node_id`` with this outcome may lead: task, human gate or terminal nodes; None
+    when a pass-through node on the way routes nowhere, or the way is a loop or longer than MAX_PASS_THROUGH
+    pass-through nodes (the engine stops there)."""
+    if plan.nodes[node_id].type not in PASS_THROUGH:
+        return (node_id,)
+    return _settled(plan, outcome)[node_id]
+
+
+_SETTLED: dict[tuple[int, str], tuple[Any, dict[str, tuple[str | None, ...]]]] = {}
+
+
+def _settled(plan: Any, outcome: str) -> dict[str, tuple[str | None, ...]]:
+    """``settle`` for every pass-through node of the plan at once: each node's pass-through successors are
+    read once, and a loop among them is found as a strongly connected component (linear in the plan's size;
+    following every path instead doubles with each decision in a row). Kept for the last few plans."""
+    key = (id(plan), outcome)
+    kept = _SETTLED.get(key)
+    if kept is not None and kept[0] is plan:
+        return kept[1]
+    passing = [n for n in plan.nodes.values() if n.type in PASS_THROUGH]
+    succ = {n.id: [e.dst for e in possible_edges(plan, n, outcome)[0]] for n in passing}
+    inner = {nid: sorted({d for d in dsts if d in succ}) for nid, dsts in succ.items()}
+    result: dict[str, tuple[str | None, ...]] = {}
+    length: dict[str, int] = {}
+    for comp in strongly_connected(inner):  # sinks first: every component after those it leads to
+        members = set(comp)
+        looped = len(comp) > 1 or comp[0] in inner[comp[0]]
+        out: set[str | None] = {None} if looped or any(not succ[m] for m in comp) else set()
+        longest = 0
+        for m in comp:
+            for d in succ[m]:
+                if d in members:
+                    continue
+                if d in succ:
+                    out.update(result[d])
+                    longest = max(longest, length[d])
+                else:
+                    out.add(d)
+        if longest + 1 > MAX_PASS_THROUGH:
+            out.add(None)
+        for m in comp:
+            result[m] = tuple(out)
+            length[m] = longest + 1
+    if len(_SETTLED) >= 16:
+        _SETTLED.clear()
+    _SETTLED[key] = (plan, result)
+    return result
+
+
+def reachable(starts: Iterable[str], successors: Mapping[str, Iterable[str]]) -> set[str]:
+    """The nodes a path from any of ``starts`` reaches (they included)."""
+    seen = set(starts)
+    todo = list(seen)
+    while todo:
+        for nxt in successors.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def strongly_connected(graph: Mapping[str, list[str]]) -> list[list[str]]:
+    """Tarjan's algorithm, iterative (plans can be large)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(graph[root]))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, it = work[-1]
+            advanced = False
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(graph.get(w, []))))
+                    advanced = True
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                out.append(sorted(comp))
+    return out
