@@ -1,7 +1,7 @@
 """The plan language's kinds, each declared once: node kinds, checks, edge conditions, outcomes, run statuses and
 events.  Every other module reads these tables (compile, engine, lint, routing, DOT import and export, pictures,
-card); the controls are declared in ``control.CONTROLS`` beside their words. The schema's enums and the docs' tables are written from them (`make tables`) and a test checks that they
-are.  To add a kind, add a row here, then its behaviour where the row says (a check's judge in ``verify``, a node
+card); the controls are declared in ``control.CONTROLS`` beside their words.  The schema's enums and the docs'
+tables are written from them (`make tables`) and a test checks that they are.  To add a kind, add a row here, then its behaviour where the row says (a check's judge in ``verify``, a node
 kind's handling in ``engine`` when it is not a plain task or pass-through).
 
 Pure data, no I/O; it reads only the controls' table (``control.CONTROLS``, beside the controls' words).
