@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scenario import crash, ready, told
+from scenario import crash, ready, told, use_library
+from test_meaning import RELEASE
 
 from graph_engine.matching import second
 from graph_engine.tools.standin import Reply, Session, UtilityModel
@@ -92,6 +93,40 @@ def test_never_asked_about_a_go_on_to_a_running_workflow_or_a_tool_result():
     s.run_pass(Reply(tool="code_execution_tool", code="cat a.py", output="x = 1/0"))
     s.user("ok, continue")
     s.run_pass(Reply(final="..."))
+    assert model.calls == [] and s.state["plan_id"] == "bugfix_workflow"
+
+
+def _with_release_plan(monkeypatch, tmp_path):
+    """The shipped library and a user's plan written without examples (a Python release)."""
+    import json
+    from graph_engine.tools.standin import LIBRARY
+    use_library(monkeypatch, tmp_path, {**json.loads(LIBRARY.read_text())["plans"], "python_release": RELEASE})
+
+
+@pytest.mark.parametrize("answer, plan", [("python_release", "python_release"), ("none", None)])
+def test_a_plan_without_examples_starts_only_when_the_utility_model_agrees(answer, plan, monkeypatch, tmp_path):
+    """Its own text tells its job, not where the job ends: a start of it by meaning or by weak phrases is asked
+    about, with every plan listed (library order), and the answer decides."""
+    _with_release_plan(monkeypatch, tmp_path)
+    model = UtilityModel(picks(answer))
+    s = ready(Session(utility=model))
+    s.user("the 1.4 release of mylib is due, push it out to the package index")
+    s.run_pass(Reply(final="..."))
+    assert len(model.calls) == 1
+    _, body = model.calls[0]
+    listed = [line.split(":")[0][2:] for line in body.splitlines() if line.startswith("- ")]
+    assert listed[-2:] == ["python_release", "none"] and listed[0] == "bugfix_workflow" and len(listed) == 12
+    assert (s.state or {}).get("plan_id") == plan
+    assert any("a workflow without examples would start" in t for t in s.log.texts("info"))
+
+
+def test_a_taught_plan_started_by_its_phrases_is_not_asked_about_beside_a_plan_without_examples(monkeypatch,
+                                                                                                  tmp_path):
+    _with_release_plan(monkeypatch, tmp_path)
+    model = UtilityModel(picks("none"))
+    s = ready(Session(utility=model))
+    s.user("fix the bug in /tmp/test.py")
+    s.run_pass(crash())
     assert model.calls == [] and s.state["plan_id"] == "bugfix_workflow"
 
 

@@ -55,10 +55,13 @@ def match_message(library: Any, agent: Any, words: str, message_id: str, domain:
     ask = ask and callable(getattr(agent, "call_utility_model", None))  # (every Agent-Zero has one; a stand-in may not)
     if not ask or not judged.text or control.parse(words) is not None or (running and is_continuation(words)):
         return judged.match, None
-    why, labels = _why_ask(library, judged, words, domain, allowed_plans)
+    rows = _rows(library, allowed_plans)
+    domains_of = lambda pid: getattr(library.get(pid), "domains", ())  # noqa: E731
+    why, labels = why_ask(judged.verdict, judged.match, words, domain, [pid for pid, _, _ in rows], domains_of,
+                          judged.not_ready, judged.work)
     if not why:
         return judged.match, None
-    names = dict((pid, (name, desc)) for pid, name, desc in _rows(library, allowed_plans))
+    names = {pid: (name, desc) for pid, name, desc in rows}
     candidates = [(pid, *names[pid]) for pid in labels if pid in names]
     if not candidates:
         return judged.match, None
@@ -67,24 +70,42 @@ def match_message(library: Any, agent: Any, words: str, message_id: str, domain:
                                   judged.match, library.get, domain)
 
 
-def _why_ask(library: Any, judged: Any, words: str, domain: str | None, allowed_plans: Any) -> tuple[str, list]:
-    """Why the local stage is not sure of this message ("" when it is), and the plans to list."""
-    every = [pid for pid, _, _ in _rows(library, allowed_plans)]
+def why_ask(verdict: Any, match: Match | None, words: str, domain: str | None, every: list[str],
+            domains_of: Callable[[str], Any], not_ready: str = "", work: float | None = None) -> tuple[str, list[str]]:
+    """Why the local stage is not sure of a message ("" when it is), and the plans the question lists.
+
+    ``verdict``: matching's verdict (None: meaning not read), ``match``: its decision, ``every``: the plans the agent
+    may run, in the library's order.  Asked: a message in another language; a plan whose author gave no examples
+    would start by meaning or by weak phrases (its own text tells its job, not where the job ends); a close call;
+    a message that reads as asking for work while the meaning model is loading.  A question that involves a plan
+    without examples, or a message in another language, lists every plan (the nearest ``MAX_CANDIDATES`` of a
+    larger library), in the library's order; a close call among taught plans lists the plans near it."""
     if not second.reads_as_english(words):
-        return "another language", every
-    decided_by_phrases = judged.match is not None and judged.match.stage == "phrases"
-    if decided_by_phrases:
-        return "", []
-    verdict = judged.verdict
+        return "another language", _every(every, verdict)
+    if match is not None:
+        strong = bool(set(match.hits) & set(getattr(match.plan, "strong_triggers", ())))
+        if not strong and not getattr(match.plan, "examples", ()):
+            return "a workflow without examples would start", _every(every, verdict)
+        if match.stage == "phrases":
+            return "", []
     if verdict is None:  # meaning not ready yet: asked only about a message that reads as asking for work
-        work = judged.work is not None and judged.work >= 0.0
-        return ("the meaning model is loading", every) if judged.not_ready and not judged.match and work else ("", [])
-    domains_of = lambda pid: getattr(library.get(pid), "domains", ())  # noqa: E731
+        asks = bool(not_ready) and match is None and work is not None and work >= 0.0
+        return ("the meaning model is loading", _every(every, None)) if asks else ("", [])
     if not verdict.close(domains_of, domain):
         return "", []
+    if verdict.untaught:
+        return "a close call", _every(every, verdict)
     floor = verdict.constants["threshold"] - verdict.constants["close_below"] - 1.0
     near = [s.plan_id for score, s in verdict.adjusted(domains_of, domain) if score >= floor]
-    return "a close call", list(dict.fromkeys([*near, *verdict.untaught]))[:second.MAX_CANDIDATES]
+    return "a close call", near[:second.MAX_CANDIDATES]
+
+
+def _every(every: list[str], verdict: Any) -> list[str]:
+    """Every plan, in the library's order; of a library of more than MAX_CANDIDATES, the nearest by meaning."""
+    if len(every) <= second.MAX_CANDIDATES or verdict is None:
+        return every[:second.MAX_CANDIDATES]
+    nearest = {s.plan_id for s in verdict.ranked[:second.MAX_CANDIDATES]}
+    return [pid for pid in every if pid in nearest]
 
 
 def _rows(library: Any, allowed_plans: Any) -> list[tuple[str, str, str]]:

@@ -79,6 +79,13 @@ def question(candidates: Sequence[tuple[str, str, str]], message: str) -> tuple[
     return SYSTEM, body
 
 
+def prompt_key(system: str, body: str) -> str:
+    """A question's fingerprint (recorded answers are kept by it: another wording or plan list is another
+    question)."""
+    import hashlib
+    return hashlib.sha256(f"{system}\n\n{body}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
 _WRAP = re.compile(r"^(?:label\s*[:=]\s*)?[\s\"'`*\[(<]*(?P<label>[\w.-]+?)[\s\"'`*\])>.]*$", re.IGNORECASE)
 
 
@@ -98,63 +105,3 @@ def answer(reply: Any, labels: Sequence[str]) -> str | None:
     if said == NONE:
         return NONE
     return by_lower.get(said)
-
-
-# ── examples for a plan written without them ───────────────────────────────
-# A plan whose author gave no examples is matched by its own text alone, which tells its job but not where the
-# job ends.  The utility model is asked once per version of such a plan (off the pass) to write examples and
-# not-examples in the voice of users; they teach the plan as if its author had written them.
-
-TEACH_SYSTEM = (
-    "You write test messages for an AI agent that chooses a workflow from what its user writes in chat. "
-    "Reply with one JSON object and nothing else.")
-TEACH_EXAMPLES = 20
-TEACH_NOT_EXAMPLES = 8
-MAX_TAUGHT_TEXT = 300
-
-
-def teach_question(name: str, description: str, phrases: Sequence[str], steps: Sequence[str]) -> tuple[str, str]:
-    """(system, message) asking for examples and not-examples of a plan, from its own text."""
-    lines = [f"Workflow: {name}"]
-    if description:
-        lines.append(f"What it does: {' '.join(description.split())[:600]}")
-    if steps:
-        lines.append("Its steps: " + "; ".join(s[:120] for s in steps[:12]))
-    if phrases:
-        lines.append("Phrases that name it: " + ", ".join(p[:60] for p in phrases[:16]))
-    lines += ["", f"Write {TEACH_EXAMPLES} different messages in which a user asks the agent to do this workflow's job "
-                  "now, the way different people write in chat: short and long, casual and formal, with the file "
-                  "names, errors, versions or places a real request would name, most of them without the phrases "
-                  f"above. Then write {TEACH_NOT_EXAMPLES} messages near its topic that must NOT start it: a question "
-                  "about the topic, a report of the job already done, the job planned for later, and requests for "
-                  "nearby jobs this workflow does not do.",
-              'Reply with JSON only: {"examples": ["..."], "not_examples": ["..."]}']
-    return TEACH_SYSTEM, "\n".join(lines)
-
-
-def taught(reply: Any) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
-    """The examples and not-examples a reply gives, each a line of text (cut to MAX_TAUGHT_TEXT characters,
-    repeats dropped, at most twice the numbers asked for), or None when the reply is not that JSON object."""
-    if not isinstance(reply, str):
-        return None
-    text = reply.strip()
-    if text.startswith("```"):  # a fenced block: its inside
-        text = text.strip("`").split("\n", 1)[-1].rsplit("```", 1)[0] if "\n" in text else ""
-    start, end = text.find("{"), text.rfind("}")
-    if start < 0 or end <= start or end - start > 100_000:
-        return None
-    try:
-        import json
-        data = json.loads(text[start:end + 1])
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(data, dict):
-        return None
-    out = []
-    for key, most in (("examples", 2 * TEACH_EXAMPLES), ("not_examples", 2 * TEACH_NOT_EXAMPLES)):
-        items = data.get(key)
-        if not isinstance(items, list):
-            return None
-        kept = [" ".join(t.split())[:MAX_TAUGHT_TEXT] for t in items if isinstance(t, str) and t.strip()]
-        out.append(tuple(dict.fromkeys(kept))[:most])
-    return (out[0], out[1]) if len(out[0]) >= 5 else None

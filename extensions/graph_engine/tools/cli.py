@@ -106,11 +106,15 @@ def validate(paths: Sequence[str], as_json: bool, out: TextIO, err: TextIO) -> i
 
 
 def triggers(library: str | None, cases: str | None, as_json: bool, out: TextIO, err: TextIO,
-             explain: str | None = None, domain: str | None = None, quick: bool = False) -> int:
+             explain: str | None = None, domain: str | None = None, quick: bool = False,
+             answers: str | None = None, questions: bool = False) -> int:
     """The labelled set of the library: --cases, else trigger_cases.json beside the library, else (for the
     bundled library) fixtures/trigger_cases.json.  Without one, only colliding phrases are checked.
     --explain MESSAGE: one message's scores per plan and why the winner won (--domain: the tracker's domain).
-    --quick: the tuning split scored by the shipped classes (no folds learned: seconds, not a minute)."""
+    --quick: the tuning split scored by the shipped classes (no folds learned: seconds, not a minute).
+    --answers FILE: recorded utility model answers (default for the bundled set: fixtures/utility_answers.json),
+    for the untaught library as the host runs it; --questions: print the questions to record them for (JSON
+    lines: prompt_sha256, message, system, body)."""
     path = library or str(a0.LIBRARY)
     lib = load_library(path)
     if explain is not None:
@@ -132,13 +136,28 @@ def triggers(library: str | None, cases: str | None, as_json: bool, out: TextIO,
         golden = trig.load_cases(cases)
     except (ValueError, KeyError, TypeError) as exc:
         raise CliError(f"{cases}: {exc}") from None
+    if questions:
+        for q in trig.questions(list(lib.plans.values()), golden):
+            out.write(json.dumps(q, ensure_ascii=False) + "\n")
+        return 0
+    recorded = a0.ROOT / "fixtures" / "utility_answers.json"
+    if answers is None and library is None and os.path.abspath(cases) == str(a0.ROOT / "fixtures" / "trigger_cases.json") \
+            and recorded.is_file():
+        answers = str(recorded)
+    answered = None
+    if answers is not None:
+        json_file(answers, "recorded utility model answers")
+        try:
+            answered = trig.load_answers(answers)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CliError(str(exc)) from None
     try:
-        rep = trig.report(list(lib.plans.values()), golden, folds=not quick,
+        rep = trig.report(list(lib.plans.values()), golden, folds=not quick, answers=answered,
                           progress=lambda line: (err.write(f"graph-engine triggers: {line}\n"), err.flush()))
     except RuntimeError as exc:
         raise CliError(str(exc)) from None
     out.write((json.dumps(rep, indent=2) if as_json else trig.format_report(rep)) + "\n")
-    return 0 if all(rep["required"]["met"].values()) else FINDING
+    return 0 if all(rep["required"]["met"][k] for k in rep["required"]["counted"]) else FINDING
 
 
 def build_matcher(path: str | None, check: bool, out: TextIO, err: TextIO, as_json: bool = False) -> int:
@@ -429,6 +448,10 @@ def parser() -> argparse.ArgumentParser:
     tr.add_argument("--explain", metavar="MESSAGE", help="one message: the scores per plan and why the winner won")
     tr.add_argument("--domain", help="with --explain: the belief-state domain (default: none)")
     tr.add_argument("--quick", action="store_true", help="score the tuning cases with the shipped classes (no folds)")
+    tr.add_argument("--answers", metavar="FILE", help="recorded utility model answers (default for the bundled set: "
+                                                      "fixtures/utility_answers.json)")
+    tr.add_argument("--questions", action="store_true", help="print the questions the host would ask the utility "
+                                                             "model about the untaught set, to record answers")
     bm = sub.add_parser("build-matcher", help="learn matching/data/matcher.json from the bundled library and the "
                                               "labelled set (one thread: the same inputs give the same bytes)")
     bm.add_argument("--out", help="where to write it (default: the one the pack ships)")
@@ -488,7 +511,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.command == "validate":
         return validate(args.paths, args.json, out, err)
     if args.command == "triggers":
-        return triggers(args.library, args.cases, args.json, out, err, args.explain, args.domain, args.quick)
+        return triggers(args.library, args.cases, args.json, out, err, args.explain, args.domain, args.quick,
+                        args.answers, args.questions)
     if args.command == "build-matcher":
         return build_matcher(args.out, args.check, out, err, args.json)
     if args.command == "prompts":

@@ -5,8 +5,11 @@ Each case is ``{"message", "expect": plan id or null, "domain": the BST domain}`
 was built).  The report gives, per split, the requests that start the right plan and the messages that start a
 plan they should not, with the recorded domain and without one (stock Agent-Zero has no belief-state tracker),
 twice: with the library as it is ("taught": its plans' examples and not-examples) and with every plan's
-examples and not-examples removed ("untaught": each plan matched by its own text alone).  Then the confusion
-table, the misses, and trigger phrases that collide across plans.
+examples and not-examples removed ("untaught": each plan matched by its own text alone).  With recorded answers
+of a utility model (``load_answers``), the untaught library is scored a third time as Agent-Zero runs it: the
+messages the host would ask about (``asking.why_ask``) take the recorded answer to the very question it would
+send ("untaught_asked"; a question with no recorded answer leaves the local decision, and is counted).  Then
+the confusion table, the misses, and trigger phrases that collide across plans.
 
 A case that is one of the texts the matcher learned from (an example, a not-request) is scored as if it were
 not: with ``folds``, the learned classes are learned again without a fifth of such cases (``FOLDS`` folds, by a
@@ -23,8 +26,9 @@ import zlib
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
+from .. import asking
 from ..lint import contains_phrase
-from ..matching import decide, shipped, vectors
+from ..matching import decide, second, shipped, vectors
 from ..matching.decide import Index, best_match
 from ..matching.words import normalise, request_text, score_plan, trigger_hits
 from ..model import Plan
@@ -33,9 +37,13 @@ from . import matcher_build
 NONE = "(none)"
 # what the labelled set must show: requests that start the right plan, and messages that start a plan they should
 # not, per kind of library (the shipped plans taught by their examples; every plan by its own text alone)
-REQUIRED = {"taught": {"recall": 0.97, "false": 0.01}, "untaught": {"recall": 0.85, "false": 0.02}}
+REQUIRED = {"taught": {"recall": 0.97, "false": 0.01}, "untaught": {"recall": 0.85, "false": 0.02},
+            "untaught_asked": {"recall": 0.85, "false": 0.02}}
 SPLITS = ("tune", "held_out", "fresh", "all")
-KINDS = ("taught", "untaught")
+KINDS = ("taught", "untaught", "untaught_asked")
+TITLES = {"taught": "the library as it is (plans taught by their examples), the local stages",
+          "untaught": "every plan's examples and not-examples removed (own text alone), the local stages",
+          "untaught_asked": "the same, with the utility model asked as the host asks it (recorded answers)"}
 FOLDS = matcher_build.FOLDS
 
 
@@ -47,6 +55,8 @@ class CaseResult:
     got: str | None
     hits: tuple[str, ...]
     stage: str = ""
+    asked: str = ""  # why the utility model was asked ("" when it was not)
+    answered: bool = False  # ... and whether a recorded answer was found
 
     @property
     def ok(self) -> bool:
@@ -110,16 +120,77 @@ def fold_indexes(plans: Sequence[Plan], cases: Sequence[dict], progress: Callabl
 
 
 def run_cases(plans: Sequence[Plan], cases: Sequence[dict[str, Any]], with_domain: bool, index: Index | None,
-              folds: dict[int, Index] | None = None) -> list[CaseResult]:
+              folds: dict[int, Index] | None = None, answers: dict[str, str] | None = None) -> list[CaseResult]:
+    """Each case through the matcher; with ``answers`` (recorded utility model answers by ``second.prompt_key``),
+    a message the host would ask about takes the answer to the question it would send."""
     out = []
     for c in cases:
         domain = c.get("domain", "") if with_domain else ""
         use = folds[fold_of(c["message"])] if folds and split_of(c) == "tune" else index
         plans_used = list(use.plans.values()) if folds and split_of(c) == "tune" else plans
         m = best_match(plans_used, c["message"], domain, None, use, leave_out=c["message"].lower())
-        out.append(CaseResult(c["message"], domain, c["expect"], m.plan.id if m else None, m.hits if m else (),
-                              m.stage if m else ""))
+        got, asked, answered = (m.plan.id if m else None), "", False
+        if answers is not None:
+            asked, label = _asked(plans_used, use, c["message"], domain, m, answers)
+            if label is not None:
+                got, answered = (None if label == second.NONE else label), True
+        out.append(CaseResult(c["message"], domain, c["expect"], got, m.hits if m else (),
+                              "utility model" if answered else m.stage if m else "", asked, answered))
     return out
+
+
+def _asked(plans: Sequence[Plan], index: Index | None, message: str, domain: str, m: Any,
+           answers: dict[str, str]) -> tuple[str, str | None]:
+    """Why the host would ask the utility model about this message ("": it would not), and the recorded answer
+    to the question it would send (None: none recorded, or not one of the labels)."""
+    text = request_text(normalise(message))
+    if not text:
+        return "", None
+    verdict = index.verdict(text, None, message.lower()) if index is not None else None
+    by_id = {p.id: p for p in plans}
+    why, labels = asking.why_ask(verdict, m, message, domain, list(by_id), lambda pid: by_id[pid].domains)
+    if not why:
+        return "", None
+    system, body = second.question([(pid, by_id[pid].name, by_id[pid].description or "") for pid in labels],
+                                   message)
+    reply = answers.get(second.prompt_key(system, body))
+    return why, (second.answer(reply, labels) if reply is not None else None)
+
+
+def load_answers(path: str) -> dict[str, str]:
+    """Recorded answers of a utility model: ``{"answers": [{"prompt_sha256", "label", ...}]}`` (``questions``
+    writes what to answer)."""
+    with open(path, encoding="utf-8") as fh:
+        data = json.load(fh)
+    rows = data.get("answers") if isinstance(data, dict) else None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and isinstance(r.get("prompt_sha256"), str)
+                                             and isinstance(r.get("label"), str) for r in rows):
+        raise ValueError(f"{path}: needs {{\"answers\": [{{\"prompt_sha256\": ..., \"label\": ...}}, ...]}}")
+    return {r["prompt_sha256"]: r["label"] for r in rows}
+
+
+def questions(plans: Sequence[Plan], cases: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
+    """The questions the host would ask the utility model about the labelled set with every plan untaught (with
+    the domain and without), each once: what to answer to record ``answers``."""
+    kind_plans = untaught(plans)
+    index = index_of(kind_plans)
+    by_id = {p.id: p for p in kind_plans}
+    seen: dict[str, dict[str, str]] = {}
+    for with_domain in (True, False):
+        for c in cases:
+            domain = c.get("domain", "") if with_domain else ""
+            m = best_match(kind_plans, c["message"], domain, None, index, leave_out=c["message"].lower())
+            text = request_text(normalise(c["message"]))
+            verdict = index.verdict(text, None, c["message"].lower()) if index is not None and text else None
+            why, labels = asking.why_ask(verdict, m, c["message"], domain, list(by_id),
+                                         lambda pid: by_id[pid].domains) if text else ("", [])
+            if why:
+                system, body = second.question([(pid, by_id[pid].name, by_id[pid].description or "")
+                                                for pid in labels], c["message"])
+                seen.setdefault(second.prompt_key(system, body), {
+                    "prompt_sha256": second.prompt_key(system, body), "message": c["message"], "system": system,
+                    "body": body})
+    return list(seen.values())
 
 
 def figures(results: Sequence[CaseResult]) -> dict[str, Any]:
@@ -138,6 +209,12 @@ def met(figs: dict[str, dict[str, Any]], kind: str) -> bool:
     need = REQUIRED[kind]
     return all(figs[k]["recall"] >= need["recall"] and figs[k]["false_rate"] <= need["false"]
                for k in ("with_domain", "without_domain"))
+
+
+def counted(figs: dict[str, Any]) -> list[str]:
+    """The kinds whose requirement the command's exit code reads: the taught library, and the untaught one as the
+    host runs it when answers were recorded (else the local stages alone)."""
+    return [k for k in ("taught", "untaught_asked" if "untaught_asked" in figs else "untaught") if k in figs]
 
 
 def confusion(results: Sequence[CaseResult]) -> dict[str, dict[str, int]]:
@@ -166,30 +243,40 @@ _REPORTS: dict[tuple, dict[str, Any]] = {}  # the last reports, by the plans' ve
 
 
 def report(plans: Sequence[Plan], cases: Sequence[dict[str, Any]], folds: bool = True,
-           progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+           progress: Callable[[str], None] = lambda _: None, answers: dict[str, str] | None = None) -> dict[str, Any]:
     """The labelled set's figures for this library (kept per content for the process: a second report of the same
-    plans and cases, by `validate` then `triggers` or by two tests, is not computed again)."""
-    key = (tuple((p.id, p.version) for p in plans), json.dumps(list(cases), sort_keys=True, default=str), folds)
+    plans and cases, by `validate` then `triggers` or by two tests, is not computed again); ``answers``:
+    recorded utility model answers (``load_answers``), for the untaught library as the host runs it."""
+    key = (tuple((p.id, p.version) for p in plans), json.dumps(list(cases), sort_keys=True, default=str), folds,
+           json.dumps(answers, sort_keys=True))
     if key not in _REPORTS:
         if len(_REPORTS) >= 4:
             _REPORTS.pop(next(iter(_REPORTS)))
-        _REPORTS[key] = _report(plans, cases, folds, progress)
+        _REPORTS[key] = _report(plans, cases, folds, progress, answers)
     return copy.deepcopy(_REPORTS[key])
 
 
 def _report(plans: Sequence[Plan], cases: Sequence[dict[str, Any]], folds: bool,
-            progress: Callable[[str], None]) -> dict[str, Any]:
+            progress: Callable[[str], None], answers: dict[str, str] | None) -> dict[str, Any]:
     enc = vectors.encoder()
     off = vectors.unavailable() or (shipped.load(enc.np)[1] if enc is not None else "")
     figs: dict[str, Any] = {}
     results: dict[str, Any] = {}
+    asked: dict[str, Any] = {}
     for kind in KINDS if cases else ():
+        if kind == "untaught_asked" and answers is None:
+            continue
         kind_plans = list(plans) if kind == "taught" else untaught(plans)
         index = index_of(kind_plans)
         fold = fold_indexes(kind_plans, cases, progress) if folds and kind == "taught" and index is not None else None
         progress(f"scoring {len(cases)} messages ({kind})")
-        results[kind] = {key: run_cases(kind_plans, cases, use, index, fold)
+        results[kind] = {key: run_cases(kind_plans, cases, use, index, fold,
+                                        answers if kind == "untaught_asked" else None)
                          for key, use in (("with_domain", True), ("without_domain", False))}
+        if kind == "untaught_asked":
+            asked = {key: {"asked": sum(bool(r.asked) for r in rs), "unanswered": sum(bool(r.asked and not r.answered)
+                                                                                     for r in rs)}
+                     for key, rs in results[kind].items()}
         figs[kind] = {split: {key: figures([r for r, c in zip(rs, cases) if split in ("all", split_of(c))])
                               for key, rs in results[kind].items()} for split in SPLITS}
     taught = results.get("taught", {})
@@ -200,7 +287,7 @@ def _report(plans: Sequence[Plan], cases: Sequence[dict[str, Any]], folds: bool,
         "folds": folds,
         "figures": figs,
         "required": {"kinds": REQUIRED, "met": {kind: met(figs[kind]["all"], kind) for kind in figs} if cases else
-                     {}},
+                     {}, "counted": counted(figs)},
         "cases": len(with_d),
         "correct": correct,
         "accuracy": round(correct / len(with_d), 4) if with_d else 0.0,
@@ -209,6 +296,7 @@ def _report(plans: Sequence[Plan], cases: Sequence[dict[str, Any]], folds: bool,
         "wrong_without_domain": [dict(r.__dict__, hits=list(r.hits)) for r in without if not r.ok],
         "confusion": confusion(with_d),
         "collisions": collisions(plans),
+        "asked": asked,
     }
 
 
@@ -216,13 +304,13 @@ def format_report(rep: dict[str, Any]) -> str:
     lines = [f"matching: {rep['matching']}"]
     if not rep["folds"]:
         lines.append("(tuning split scored by the shipped classes, which learned from it: see held_out and fresh)")
-    for kind, title in (("taught", "the library as it is (plans taught by their examples)"),
-                        ("untaught", "every plan's examples and not-examples removed (own text alone)")):
+    for kind, title in TITLES.items():
         if kind not in rep["figures"]:
             continue
         need = rep["required"]["kinds"][kind]
+        verdict = "met" if rep["required"]["met"][kind] else "NOT met"
         lines += ["", f"{title}: at least {need['recall']:.0%} of requests, at most {need['false']:.0%} false "
-                      f"activations: {'met' if rep['required']['met'][kind] else 'NOT met'}",
+                      f"activations: {verdict}{'' if kind in rep['required']['counted'] else ' (reported)'}",
                   f"{'':<10}{'':<16}{'requests that start the right plan':<38}messages that start a plan they should not"]
         for split in SPLITS:
             for key, label in (("with_domain", "with domain"), ("without_domain", "without")):
@@ -230,6 +318,9 @@ def format_report(rep: dict[str, Any]) -> str:
                 lines.append(f"{split if key == 'with_domain' else '':<10}{label:<16}"
                              f"{f['right']:>4} of {f['requests']:<4} ({f['recall']:.1%}){'':<17}"
                              f"{f['false_activations']:>3} of {f['negatives']} ({f['false_rate']:.1%})")
+        if kind == "untaught_asked":
+            lines += [f"  asked about {a['asked']} message(s) {key.replace('_', ' ')}, {a['unanswered']} with no "
+                      "recorded answer (the local decision stands)" for key, a in rep["asked"].items()]
     if rep["cases"]:
         lines += ["", f"{rep['correct']}/{rep['cases']} correct with the domain ({rep['accuracy']:.1%}); "
                       f"{len(rep['negatives_activated'])} negative message(s) activated a plan", "",
