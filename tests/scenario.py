@@ -20,6 +20,16 @@ def use_library(monkeypatch, tmp_path: Path, plans: dict[str, Any]) -> Path:
     return path
 
 
+def library_edited() -> None:
+    """The engine notices the edited library file now and loads it, as its thread does beside the passes (the
+    next pass takes it)."""
+    from graph_engine import adapter
+    for rt in adapter._runtimes.values():
+        rt.library._checked_at = -1e18
+        rt.library.refresh()
+        rt.library.wait_loaded()
+
+
 def events(session: Session, etype: str | None = None) -> list[dict]:
     state = session.state or getattr(session.agent, "_htn_last_run", None) or {}
     return [e for e in state.get("events", []) if etype is None or e["type"] == etype]

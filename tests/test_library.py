@@ -18,7 +18,7 @@ def linear(name):
 def test_reload_on_change_and_last_good_on_broken_json(tmp_path):
     path = tmp_path / "lib.json"
     write(path, {"a": linear("A1")}, 1_000)
-    cache = LibraryCache(str(path), recheck_seconds=0)
+    cache = LibraryCache(str(path), recheck_seconds=0, background=False)
     lib, problems = cache.refresh()
     assert lib.get("a").name == "A1" and problems == []
     old_version = lib.get("a").version
@@ -37,12 +37,35 @@ def test_reload_on_change_and_last_good_on_broken_json(tmp_path):
 def test_recheck_interval_limits_file_checks(tmp_path):
     path = tmp_path / "lib.json"
     write(path, {"a": linear("A1")}, 1_000)
-    cache = LibraryCache(str(path), recheck_seconds=3600)
+    cache = LibraryCache(str(path), recheck_seconds=3600, background=False)
     cache.refresh()
     write(path, {"a": linear("A2")}, 2_000)
     assert cache.refresh()[0].get("a").name == "A1"
     cache.recheck_seconds = 0
     assert cache.refresh()[0].get("a").name == "A2"
+
+
+def test_an_edited_file_is_loaded_beside_the_passes_and_taken_when_ready(tmp_path):
+    """With a library in use, no call reads, parses or checks the edited file: a thread loads it (its meaning
+    index built too), the calls meanwhile keep the library they have, and the first call after it is ready takes
+    it; a broken edit is told by that call, once."""
+    path = tmp_path / "lib.json"
+    write(path, {"a": linear("A1")}, 1_000)
+    cache = LibraryCache(str(path), recheck_seconds=0)
+    first, _ = cache.refresh()
+    write(path, {"a": linear("A2")}, 2_000)
+    assert cache.refresh() == (first, [])  # noticed: loading
+    cache.wait_loaded()
+    lib, problems = cache.refresh()
+    assert lib is not first and lib.get("a").name == "A2" and problems == []
+    assert lib.meaning_index()[0] is not None or lib.meaning_index()[1]  # built beside the passes (or off)
+    path.write_text("{broken")
+    os.utime(path, (3_000, 3_000))
+    assert cache.refresh() == (lib, [])
+    cache.wait_loaded()
+    kept, problems = cache.refresh()
+    assert kept is lib and len(problems) == 1 and "not valid JSON" in problems[0]
+    assert cache.refresh() == (lib, [])
 
 
 def test_missing_file_is_reported(tmp_path):
@@ -65,12 +88,11 @@ def test_bundled_library_compiles_without_problems():
 # ── inside Agent-Zero: reload while runs are in progress ────────────────────
 
 from graph_engine import adapter  # noqa: E402
-from scenario import exit_fail, exit_ok, fix_loop_plan, started, use_library  # noqa: E402
+from scenario import exit_fail, exit_ok, fix_loop_plan, library_edited, started, use_library  # noqa: E402
 
 
 def reload_now():
-    for rt in adapter._runtimes.values():
-        rt.library.recheck_seconds = 0
+    library_edited()
 
 
 def rewrite(path, plans):

@@ -6,7 +6,7 @@ import os
 import time
 
 import pytest
-from scenario import IDLE, FixtureModel, crash, exit_fail, fix_loop_plan, message_for, started, use_library
+from scenario import IDLE, FixtureModel, crash, exit_fail, fix_loop_plan, library_edited, message_for, started, use_library
 
 from graph_engine.audit import read_lines
 from graph_engine.state import DATA_KEY
@@ -142,9 +142,7 @@ def test_a_library_that_breaks_recovers_and_breaks_again_is_reported_each_time(m
     def rewrite(text: str, at: float) -> None:
         path.write_text(text)
         os.utime(path, (at, at))
-        from graph_engine import adapter
-        for rt in adapter._runtimes.values():
-            rt.library._checked_at = -1e18  # look at the file again now (it is looked at once a second)
+        library_edited()  # looked at now (once a second otherwise), and loaded
         s.run_pass(IDLE)
 
     now = time.time()

@@ -67,15 +67,29 @@ def test_exit_code_zero_reads_the_printed_status(output, ok, reason):
     assert (v.ok, v.reason) == (ok, reason)
 
 
+def looked(path):
+    """file_exists, with what the host saw of the path before the check (reading.file_fact)."""
+    from graph_engine.reading import file_fact
+    return check(verify("file_exists", path, ""), Evidence(tool="t", text="", files={path: file_fact(path)}))
+
+
 def test_file_exists_really_checks(tmp_path):
     f = tmp_path / "a.txt"
-    assert not run("file_exists", "x", str(f)).ok
+    assert not looked(str(f)).ok
     f.write_text("x")
-    assert run("file_exists", "x", str(f)).ok
-    assert run("file_exists", "x", str(tmp_path)).reason.endswith("is a directory, not a file")
+    assert looked(str(f)).ok
+    assert looked(str(tmp_path)).reason.endswith("is a directory, not a file")
     link = tmp_path / "dangling"
     os.symlink(tmp_path / "missing", link)
-    assert run("file_exists", "x", str(link)).reason.endswith("is a dangling symbolic link")
+    assert looked(str(link)).reason.endswith("is a dangling symbolic link")
+
+
+def test_file_exists_judges_only_what_the_host_saw(tmp_path):
+    """The check reads no disk: a path the host did not look at fails, whatever the disk holds."""
+    f = tmp_path / "a.txt"
+    f.write_text("x")
+    v = run("file_exists", "", str(f))
+    assert not v.ok and v.reason == f"{f} was not looked at before the check"
 
 
 def test_manual_needs_an_explicit_confirmation():

@@ -15,7 +15,8 @@ this pack are timed per call.
 
     python -m graph_engine.a0driver --a0-root DIR --script SCRIPT.json --out RESULT.json
 SCRIPT.json: {"replies": [...],
-              "turns": [{"user": "text"} | {"nudge": true} | {"load": CHAT_ID} | {"wait": SECONDS}],
+              "turns": [{"user": "text"} | {"nudge": true} | {"load": CHAT_ID} | {"wait": SECONDS} |
+                        {"write": PATH, "text": TEXT}],
               "context_window": TOKENS, "utility_reply": "text", "timeout": SECONDS per turn,
               "utility_rules": [{"marker": "text in the call", "reply": "text", "delay": SECONDS,
                                  "raise": "message"}]  (all optional)}
@@ -340,6 +341,12 @@ def main(argv: list[str] | None = None) -> int:
         if "wait" in turn:  # the chat is open and the person has not written yet
             time.sleep(float(turn["wait"]))
             waited.append(_engine_loaded())
+            continue
+        if "write" in turn:  # a person saves a file (the plan library, say) while Agent-Zero runs
+            target = Path(turn["write"])
+            edited = target.with_name(target.name + ".saving")
+            edited.write_text(turn["text"], encoding="utf-8")
+            os.replace(edited, target)
             continue
         timeout = float(spec.get("timeout") or 600)
         result = session.nudge(timeout) if turn.get("nudge") else session.send(turn["user"], timeout)

@@ -27,9 +27,10 @@ from .catalogue import LibraryCache
 from .history import (CallOutput, from_framework, new_intervention, newest_call_output, reply_before_user_message,
                       user_words)
 from .matching import second
+from .matching.words import is_continuation, names_plan
 from .model import Plan
 from .plain import as_text
-from .reading import read_regular
+from .reading import file_fact, read_regular
 from .render_graph import picture_setting, run_picture
 from .salute import build_report, write_report
 from .state import DATA_KEY, STATUSES, emit, is_legacy_linear, migrate_legacy, upgrade
@@ -246,6 +247,7 @@ def _prepare(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: settings.S
     if state is not None and restored:
         state = _resume(rt, agent, state)
     question = None
+    _facts(rt, obs, state)
     if obs.user_message.strip() and obs.control_seen != obs.message_id and library is not None:
         obs.matched = True
         obs.match, question = asking.match_message(
@@ -254,9 +256,27 @@ def _prepare(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: settings.S
     return _Pass(library, state, obs, question)
 
 
+def _facts(rt: Runtime, obs: engine.Observation, state: dict[str, Any] | None) -> None:
+    """What the step needs read before it (the core reads nothing): whether the new words only say "go on" or
+    name the running plan, and what the running step's ``file_exists`` check names on the disk."""
+    if obs.user_message.strip():
+        obs.continuation = is_continuation(obs.user_message)
+    if state is None:
+        return
+    plan = rt.lookup(state.get("plan_id", ""), state.get("plan_version", ""))
+    if plan is None:
+        return
+    if obs.user_message.strip():
+        obs.names_run_plan = names_plan(plan, obs.user_message)
+    node = plan.nodes.get(state.get("current_node", ""))
+    check = node.verify if node is not None else None
+    if check is not None and check.type == "file_exists" and check.value:
+        obs.files = {check.value: file_fact(check.value)}
+
+
 def _step(rt: Runtime, agent: Any, loop_data: Any, hook: str, p: _Pass) -> None:
     plans = p.library if p.library is not None else ()  # a catalogue: matched through its trigger index
-    new_state, fx = engine.step(plans, rt.lookup, p.state, p.obs)
+    new_state, fx = engine.step(plans, rt.lookup, p.state, p.obs, render)
     if fx.control:  # decided once: the other hook of this pass leaves the message alone
         setattr(agent, CONTROL_ATTR, p.obs.message_id)
     _apply(rt, agent, loop_data, new_state, fx)

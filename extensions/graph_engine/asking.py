@@ -18,7 +18,8 @@ from typing import Any, Callable
 
 from . import control
 from .matching import second
-from .matching.words import Match, allowed, is_continuation
+from .matching.words import is_continuation
+from .message import Match, allowed
 
 ASKED_ATTR = "_graph_engine_asked"  # [message id, the match it decided (None: no plan), what decided]
 

@@ -14,7 +14,9 @@ loaded, as ``library.load_library_file`` does.  A large one is loaded lazily:
 
 When everything is checked, the plans, findings and matches are those of a full load (the tests compare).
 ``LibraryCache`` is what a running engine holds: the file looked at once per second at most, a catalogue
-loaded when it changed, the last good one kept when it broke, and the plan versions runs started on.
+loaded when it changed, the last good one kept when it broke, and the plan versions runs started on.  With a
+catalogue in use, an edited file is loaded by a thread: the passes go on with the catalogue they have until the
+new one is ready, and the first pass after that takes it (no pass reads, parses or checks the file).
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ from .lint import ERROR, Diagnostic, cross_plan_triggers, shared_trigger
 from .matching import decide, shipped, vectors
 from .matching.decide import Verdict, by_meaning, by_words
 from .matching.nearness import own_texts
-from .matching.words import Match, TriggerIndex, allowed, normalise, phrase_start, request_text, score_plan, trigger_hits
+from .matching.words import TriggerIndex, normalise, phrase_start, request_text, score_plan, trigger_hits
+from .message import Match, allowed
 from .model import DEFAULT_THRESHOLD, Plan
 from .prefilter import prepare as prepare_pattern
 from .reading import decode_text, scan_document, scan_value
@@ -639,13 +642,19 @@ class LibraryCache:
         self._versions: dict[tuple[str, str], Plan] = {}
         self.failing = False  # the last look at the file found it unreadable or broken
         self.recovered = False  # ... and the one after that loaded it: the caller says so once and resets it
+        self._loader: threading.Thread | None = None  # loading an edited file, off the passes
+        self._loaded: tuple[Any, Any] | None = None  # what it left: (catalogue, None) or (None, the ValueError)
 
     def refresh(self) -> tuple[Any, list[str]]:
         """Return the library to use and the problem lines that are new since the last call.
 
-        The file's timestamp is looked at no more than once per ``recheck_seconds``."""
+        The file's timestamp is looked at no more than once per ``recheck_seconds``; with a library in use and
+        ``background``, an edited file is loaded by a thread and taken by the first call after it is ready."""
+        loaded, self._loaded = self._loaded, None
+        if loaded is not None:
+            return self._take(*loaded)
         now = time.monotonic()
-        if self.current is not None and now - self._checked_at < self.recheck_seconds:
+        if self.current is not None and (now - self._checked_at < self.recheck_seconds or self._loader is not None):
             return self.current, self.current.take_problems()
         self._checked_at = now
         try:
@@ -663,9 +672,40 @@ class LibraryCache:
         if stamp == self._stamp:
             return self.current, self.current.take_problems() if self.current is not None else []
         self._stamp = stamp
+        if self.current is not None and self.background:
+            self._loader = threading.Thread(target=self._load_aside, name="graph-engine-library", daemon=True)
+            self._loader.start()
+            return self.current, []  # (its problem lines wait for the next call)
+        try:
+            return self._take(self._load(), None)
+        except ValueError as exc:
+            return self._take(None, exc)
+
+    def _load_aside(self) -> None:
+        """The thread's work, begun after BACKGROUND_DELAY (the pass that saw the edit ends first, undisturbed):
+        load the edited file and build its meaning index; the next ``refresh`` takes what it left."""
+        time.sleep(BACKGROUND_DELAY)
         try:
             cat = self._load()
+            if cat.settled or cat is self.current:
+                cat.meaning_index(wait=True)  # ready to match when a pass takes it (the stale one serves till then)
+            found: tuple[Any, Any] = (cat, None)
         except ValueError as exc:
+            found = (None, exc)
+        except Exception as exc:  # noqa: BLE001 - a bug in loading: told like a broken file, the passes go on
+            found = (None, ValueError(f"{self.path}: could not be loaded ({type(exc).__name__}: {exc})"))
+        self._loaded, self._loader = found, None
+        self._checked_at = -1e18  # changed again while it loaded: the next call looks
+
+    def wait_loaded(self, timeout: float = 60.0) -> None:
+        """Wait until an edited file being loaded is ready (for tests and the command line; a pass never waits)."""
+        loader = self._loader
+        if loader is not None:
+            loader.join(timeout)
+
+    def _take(self, cat: Any, exc: Any) -> tuple[Any, list[str]]:
+        """Use a catalogue just loaded, or keep the last good one when loading failed with ``exc``."""
+        if exc is not None:
             self.failing = True
             keep = "keeping the last good library" if self.current else "no plans are active until it is fixed"
             return self.current, [f"{exc}; {keep}"]

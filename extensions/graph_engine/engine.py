@@ -36,9 +36,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from . import control, render
-from .history import CallOutput
-from .matching.words import Match, allowed, domain_leaves_plan, is_continuation, names_plan
+from . import control
+from .message import CallOutput, Match, allowed, domain_leaves_plan
 from .kinds import RESTING
 from .model import Edge, Node, Plan
 from .state import (MAX_CONSUMED, MAX_CONTEXT_KEYS, MAX_GATE_JUMPS, emit, new_state, push_path, record_shown,
@@ -72,6 +71,9 @@ class Observation:
     matched: bool = False  # the host matched the new message for this hook call (``match``, None: no plan)
     match: Match | None = None
     asked: bool = False  # the agent's reply before this message asked the user a question (control.parse)
+    continuation: bool = False  # the new words only say "go on" (``matching.words.is_continuation``)
+    names_run_plan: bool = False  # they name the running plan by one of its trigger phrases
+    files: dict[str, str] = field(default_factory=dict)  # what the host saw of the paths the current check names
 
     @property
     def pass_key(self) -> str:
@@ -96,6 +98,7 @@ class Effects:
     notice: str = ""  # why an earlier run ended, shown above a newly started run's context
     final_state: dict[str, Any] | None = None  # the state of a run that ended in this call
     control: str = ""  # the user's control decided in this call (control.KINDS), "" for none
+    texts: Any = None  # the texts module (the host's ``render``), given to ``step``: this module words nothing itself
 
     def log(self, level: str, text: str) -> None:
         self.logs.append((level, text))
@@ -119,9 +122,10 @@ class Run:
 
 
 def step(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any] | None,
-         obs: Observation) -> tuple[dict[str, Any] | None, Effects]:
-    """Advance one hook call.  ``plans``: the current library; ``lookup`` finds a run's plan version."""
-    fx = Effects()
+         obs: Observation, texts: Any) -> tuple[dict[str, Any] | None, Effects]:
+    """Advance one hook call.  ``plans``: the current library; ``lookup`` finds a run's plan version; ``texts``:
+    what words the texts the model and the person read (the host's ``render``: this module imports none)."""
+    fx = Effects(texts=texts)
     run = _resume(lookup, state, fx)
     if run is not None:
         run.now = obs.now
@@ -144,12 +148,12 @@ def step(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any] | None
         run.state["notice_turn"] = run.state["turn"] + (0 if obs.hook == PROMPTS_AFTER else 1)
     _hold_on_emergency(run, obs)
     if run.state.get("paused"):  # paused by the user: no step in this call, and its output is not evidence
-        fx.context = render.user_paused(run.plan, run.state)
+        fx.context = fx.texts.user_paused(run.plan, run.state)
         if run.state.get("notice") and run.state["turn"] <= run.state.get("notice_turn", 1):
             fx.context = run.state["notice"] + "\n\n" + fx.context
         return run.state, fx
     if paused:  # a new message not decided yet: no step in this call, and its output is not evidence
-        fx.context = render.paused_notice(run.state)
+        fx.context = fx.texts.paused_notice(run.state)
         return run.state, fx
     fx.context = shown_text(run)
     if run.state.get("notice"):
@@ -164,7 +168,7 @@ def step(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any] | None
 
 def shown_text(run: Run) -> str:
     """What the model reads about a live run: its current step, or the hold notice under PACE emergency."""
-    return render.hold(run.plan, run.state) if run.state.get("held") else render.context(run.plan, run.state)
+    return run.fx.texts.hold(run.plan, run.state) if run.state.get("held") else run.fx.texts.context(run.plan, run.state)
 
 
 # ── resuming and counting ───────────────────────────────────────────────────
@@ -181,7 +185,7 @@ def _resume(lookup: PlanLookup, state: dict[str, Any] | None, fx: Effects) -> Ru
                           "start it again with a new request once the library has it")
         emit(state, "plan_ended", node=state["current_node"], reason=reason)  # the run's end, in its log too
         state["status"] = "ended"
-        fx.context = render.ended_notice(state, "ENDED", reason, plan)
+        fx.context = fx.texts.ended_notice(state, "ENDED", reason, plan)
         fx.ended = "ended"
         fx.final_state = state
         return None
@@ -245,7 +249,7 @@ def _judge(run: Run, obs: Observation, key: str) -> None:
         emit(s, "evidence_ignored", node=node.id, tool=out.tool,
              reason="unknown tool" if out.not_found else f"step expects tool {node.tool}")
         return
-    evidence = Evidence(tool=out.tool, text=out.text, reply=out.reply, truncated=out.truncated)
+    evidence = Evidence(tool=out.tool, text=out.text, reply=out.reply, truncated=out.truncated, files=obs.files)
     text = judged_text(evidence)  # cleaned once: the check, the capture and the hash read the same text
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass"))  # the hash of text + NUL + reply
     digest.update(b"\0" + out.reply[:MAX_REPLY_HASHED].encode("utf-8", "surrogatepass"))
@@ -416,7 +420,7 @@ def _settle(run: Run) -> None:
             return
         _follow(run, edge)
         if node.type == "decision":
-            run.state["route_note"] = render.decision_note(run.plan, node, edge)
+            run.state["route_note"] = run.fx.texts.decision_note(run.plan, node, edge)
     _stall(run, run.node, "loop", f"more than {MAX_SETTLE_STEPS} pass-through nodes in a row")
 
 
@@ -567,10 +571,10 @@ def _complete(run: Run, node: Node) -> None:
     s = run.state
     emit(s, "plan_completed", node=node.id, completed=s["completed_nodes"], path_len=s["path_len"])
     run.fx.log("info", f"[HTN] Workflow '{run.plan.name}' completed at '{node.name}': "
-                       f"{render.progress(s)} in {render.plural(s['turn'], 'turn')}")
+                       f"{run.fx.texts.progress(s)} in {run.fx.texts.plural(s['turn'], 'turn')}")
     s["status"] = "completed"
     run.fx.report = {"reason": f"completed at {node.name}", "state": s, "status_state": "complete", "on": "completion"}
-    _finish(run, "completed", render.completed_notice(s, node.name))
+    _finish(run, "completed", run.fx.texts.completed_notice(s, node.name))
 
 
 def _escalate(run: Run, node: Node, reason: str = "") -> None:
@@ -578,13 +582,13 @@ def _escalate(run: Run, node: Node, reason: str = "") -> None:
     reason = reason or node.reason or node.name
     emit(s, "plan_escalated", node=node.id, reason=reason, pace_level=node.pace_level)
     run.fx.log("warning", f"[HTN] Workflow '{run.plan.name}' escalated to PACE {node.pace_level} at "
-                          f"{render.stopped_at(run.plan, s)}: {reason}")
+                          f"{run.fx.texts.stopped_at(run.plan, s)}: {reason}")
     run.fx.pace_level = node.pace_level
     s["status"] = "escalated"
     s["escalation"] = {"node": node.id, "reason": reason, "pace_level": node.pace_level, "turn": s["turn"]}
     run.fx.report = {"reason": reason, "pace_level": node.pace_level, "state": s, "status_state": "escalating",
                      "on": "failure"}
-    _finish(run, "escalated", render.escalated_notice(s, node, run.plan, reason))
+    _finish(run, "escalated", run.fx.texts.escalated_notice(s, node, run.plan, reason))
 
 
 # ── linear plans: the old selector's rules ──────────────────────────────────
@@ -657,13 +661,13 @@ def decide(plans: Iterable[Plan], run: Run | None, obs: Observation) -> Decision
     human = run is not None and run.node.type == "human"
     if human and match_answer(run.plan, run.node, text) is not None:
         return Decision("answer")
-    if run is not None and not human and (is_continuation(text) or answers_question(obs)):
+    if run is not None and not human and (obs.continuation or answers_question(obs)):
         return Decision("keep")
-    match = message_match(plans, obs, obs.domain if known else None)
+    match = obs.match  # as the host matched it for this hook call, with the domain this hook knows
     if run is None:
         return Decision("start", match) if match else Decision("none" if known else "undecided")
     if match is not None and match.plan.id != run.plan.id:
-        if not known and names_plan(run.plan, text):  # both plans named: the domain may prefer the old one
+        if not known and obs.names_run_plan:  # both plans named: the domain may prefer the old one
             return Decision("undecided")
         return Decision("switch", match, f"the new message matches plan '{match.plan.name}'")
     if human:  # no option named and no other plan: an answer that matches no option (asked again)
@@ -675,18 +679,6 @@ def decide(plans: Iterable[Plan], run: Run | None, obs: Observation) -> Decision
     if domain_leaves_plan(run.plan, obs.domain):
         return Decision("end", reason=f"the new message is about '{obs.domain}', which this plan does not cover")
     return Decision("keep")  # small talk or a follow-up: the run continues
-
-
-def message_match(plans: Iterable[Plan], obs: Observation, domain: str | None) -> Match | None:
-    """The plan the new message starts, as the host matched it for this hook call; without the host (the
-    command line's simulations), by the plans' phrases."""
-    if obs.matched:
-        return obs.match
-    best = getattr(plans, "best", None)
-    if callable(best):
-        return best(obs.user_message, domain, obs.allowed_plans)
-    from .matching.decide import best_match
-    return best_match(list(plans), obs.user_message, domain, obs.allowed_plans)
 
 
 def _on_message(plans: Iterable[Plan], run: Run | None, obs: Observation, fx: Effects) -> tuple[Run | None, bool]:
@@ -734,7 +726,7 @@ def _confirm(plans: Iterable[Plan], run: Run, obs: Observation, fx: Effects, sta
     """The selector, knowing the domain and this pass's org filter, confirms what the companion decided from
     the trigger phrases alone, or undoes it: a run started for this message is withdrawn, a kept one ends."""
     run.state["provisional"] = None
-    full = message_match(plans, obs, obs.domain)
+    full = obs.match
     if full is not None and full.plan.id == run.plan.id:
         return run
     if started:
@@ -764,7 +756,7 @@ def _withdraw(run: Run, reason: str) -> None:
     emit(run.state, "plan_withdrawn", node=run.state["current_node"], reason=reason)
     run.state["status"] = "withdrawn"
     run.fx.log("info", f"[HTN] Workflow '{run.plan.name}' withdrawn: {reason}")
-    _finish(run, "withdrawn", render.withdrawn_notice(run.state, reason))
+    _finish(run, "withdrawn", run.fx.texts.withdrawn_notice(run.state, reason))
 
 
 def _end(run: Run, title: str, reason: str) -> None:
@@ -774,7 +766,7 @@ def _end(run: Run, title: str, reason: str) -> None:
     if title == "EXPIRED":
         run.fx.report = {"reason": reason, "state": run.state, "status_state": "aborted", "on": "failure"}
     run.fx.log("info" if title == "ENDED" else "warning", f"[HTN] Workflow '{run.plan.name}' {title.lower()}: {reason}")
-    _finish(run, title.lower(), render.ended_notice(run.state, title, reason, run.plan))
+    _finish(run, title.lower(), run.fx.texts.ended_notice(run.state, title, reason, run.plan))
 
 
 def _asked_for(plan: Plan) -> Match:
@@ -797,7 +789,7 @@ def _activate(match: Match, obs: Observation, fx: Effects, said: str = "") -> Ru
     emit(state, "node_entered", node=plan.start)
     kind = "Graph" if plan.mode == "graph" else "Linear"
     reason = f"the user said {said!r}" if said else match.why()
-    fx.log("info", f"[HTN] {kind} plan activated: {plan.name} ({render.plural(plan.total_steps, 'step')}; {reason})")
+    fx.log("info", f"[HTN] {kind} plan activated: {plan.name} ({fx.texts.plural(plan.total_steps, 'step')}; {reason})")
     if plan.mode == "graph":
         _settle(run)  # may end at once: an exit or escalation right after start
     return _alive(run)
@@ -837,11 +829,11 @@ def _steer(plans: Iterable[Plan], run: Run | None, obs: Observation, fx: Effects
     if ctl.kind == "start":
         return _start_named(plans, run, obs, fx, ctl)
     if ctl.kind == "list":
-        _answer(run, fx, render.workflow_list(_listing(plans, obs.allowed_plans), len(_listing(plans, None))))
+        _answer(run, fx, fx.texts.workflow_list(_listing(plans, obs.allowed_plans), len(_listing(plans, None))))
     elif run is None:
         if ctl.kind == "back" and ctl.target and not ctl.explicit:
             return False, None  # "go back to the office": not about a workflow
-        _answer(None, fx, render.no_run_answer(ctl.kind))
+        _answer(None, fx, fx.texts.no_run_answer(ctl.kind))
         fx.log("info", f"[HTN] The user said {ctl.said!r}: no workflow is active, nothing to do")
     elif ctl.kind == "restart":
         run = _restart(plans, run, obs, ctl)
@@ -873,13 +865,13 @@ def _said(run: Run, ctl: control.Control, **fields: Any) -> None:
 def _stop(run: Run, ctl: control.Control) -> bool:
     _said(run, ctl)
     run.state["status"] = "stopped"
-    _finish(run, "stopped", render.stopped_notice(run.state, run.plan))
+    _finish(run, "stopped", run.fx.texts.stopped_notice(run.state, run.plan))
     return True
 
 
 def _pause(run: Run, ctl: control.Control) -> bool:
     if run.state.get("paused"):
-        _answer(run, run.fx, render.control_line(f"'{run.plan.name}' is already paused; say \"resume the "
+        _answer(run, run.fx, run.fx.texts.control_line(f"'{run.plan.name}' is already paused; say \"resume the "
                                                  "workflow\" to go on."))
         return True
     run.state["paused"] = True
@@ -894,7 +886,7 @@ def _resume_paused(run: Run, ctl: control.Control) -> bool:
     if gate:  # a gate's timer does not run while the run is paused
         gate["turn"], gate["at"] = s["turn"], run.now
     _said(run, ctl)
-    _answer(run, run.fx, render.control_line(f"Resumed by the user: '{run.plan.name}' goes on at the current "
+    _answer(run, run.fx, run.fx.texts.control_line(f"Resumed by the user: '{run.plan.name}' goes on at the current "
                                              "step below."))
     return True
 
@@ -904,12 +896,12 @@ def _skip(run: Run, ctl: control.Control) -> bool:
     if node.type == "human":
         edge = match_answer(run.plan, node, node.default_choice) if node.default_choice else None
         if edge is None:
-            _answer(run, run.fx, render.control_line(f"'{node.name}' is a question for the user and has no default "
+            _answer(run, run.fx, run.fx.texts.control_line(f"'{node.name}' is a question for the user and has no default "
                                                      "option, so it cannot be skipped: ask it again with its options."))
             return True
         _said(run, ctl)
         take_option(run, node, edge, ctl.said, "skipped by the user")
-        _answer(run, run.fx, render.control_line(f"Skipped by the user: the question '{node.name}' took its default "
+        _answer(run, run.fx, run.fx.texts.control_line(f"Skipped by the user: the question '{node.name}' took its default "
                                                  f"option '{edge.label or edge.dst}'."))
         return True
     key: str | int = s["current_step"] if run.plan.mode == "linear" else node.id
@@ -929,7 +921,7 @@ def _skip(run: Run, ctl: control.Control) -> bool:
         else:
             _follow(run, edge)
             _settle(run)
-    _answer(run, run.fx, render.skipped_note(node.name, "the workflow follows its success route"))
+    _answer(run, run.fx, run.fx.texts.skipped_note(node.name, "the workflow follows its success route"))
     return True
 
 
@@ -943,13 +935,13 @@ def _back(run: Run, ctl: control.Control) -> bool:
     if len(found) != 1:
         if not found and not ctl.explicit and ctl.target:
             return False  # "redo the dishes": names no step, not said as one
-        _answer(run, run.fx, render.no_such_step(plan, ctl.target, found))
+        _answer(run, run.fx, run.fx.texts.no_such_step(plan, ctl.target, found))
         return True
     target = found[0]
     here = plan.success_index.get(s["current_node"])
     there = plan.success_index.get(target)
     if here is not None and there is not None and there > here:
-        _answer(run, run.fx, render.control_line(f"'{plan.nodes[target].name}' comes after the current step; a run "
+        _answer(run, run.fx, run.fx.texts.control_line(f"'{plan.nodes[target].name}' comes after the current step; a run "
                                                  "goes back only (say \"skip this step\" to move on)."))
         return True
     _said(run, ctl, to=target, reopened=_reopen(run, target))
@@ -958,7 +950,7 @@ def _back(run: Run, ctl: control.Control) -> bool:
     s["outcome"], s["last_outcome"], s["gate"], s["route_note"] = {}, "", None, ""
     push_path(s, target)
     emit(s, "node_entered", node=target)
-    _answer(run, run.fx, render.back_note(plan.nodes[target].name))
+    _answer(run, run.fx, run.fx.texts.back_note(plan.nodes[target].name))
     return True
 
 
@@ -1000,12 +992,12 @@ def _reopen(run: Run, target: str) -> list[str]:
 def _retry(run: Run, ctl: control.Control) -> bool:
     s, node = run.state, run.node
     if node.type != "task":
-        _answer(run, run.fx, render.control_line(f"'{node.name}' is a question for the user; it has no attempts to "
+        _answer(run, run.fx, run.fx.texts.control_line(f"'{node.name}' is a question for the user; it has no attempts to "
                                                  "give back."))
         return True
     given = s.setdefault("attempts_restored", [])
     if node.id in given:
-        _answer(run, run.fx, render.control_line(f"'{node.name}' already had its attempts given back once; say "
+        _answer(run, run.fx, run.fx.texts.control_line(f"'{node.name}' already had its attempts given back once; say "
                                                  f"\"go back to {node.name}\" to start it afresh."))
         return True
     given.append(node.id)
@@ -1014,7 +1006,7 @@ def _retry(run: Run, ctl: control.Control) -> bool:
     s["steps_failed"] = [n for n in s["steps_failed"] if n != node.id and n != s["current_step"]]
     s["stalled"], s["last_failure"] = "", ""
     _said(run, ctl)
-    _answer(run, run.fx, render.control_line(f"Retried at the user's request: '{node.name}' has its attempts back "
+    _answer(run, run.fx, run.fx.texts.control_line(f"Retried at the user's request: '{node.name}' has its attempts back "
                                              "(once per step)."))
     return True
 
@@ -1029,8 +1021,8 @@ def _restart(plans: Iterable[Plan], run: Run, obs: Observation, ctl: control.Con
     new = _activate(_asked_for(_plan_by_id(plans, run.plan.id) or run.plan), obs, fx, ctl.said)
     if new is not None:
         old["events"][-1]["new_run"] = new.state["run_id"]
-        _answer(new, fx, render.control_line(f"Restarted by the user: a new run of '{run.plan.name}' starts at its "
-                                             f"first step (the previous run had {render.progress(old)})."))
+        _answer(new, fx, run.fx.texts.control_line(f"Restarted by the user: a new run of '{run.plan.name}' starts at its "
+                                             f"first step (the previous run had {run.fx.texts.progress(old)})."))
     return new
 
 
@@ -1045,15 +1037,15 @@ def _start_named(plans: Iterable[Plan], run: Run | None, obs: Observation, fx: E
     names = {pid: name for pid, name, _ in listing}
     plan = _plan_by_id(plans, ids[0]) if len(ids) == 1 else None
     if len(ids) != 1:
-        refusal = render.no_such_plan(ctl.target, [names[i] for i in ids])
+        refusal = fx.texts.no_such_plan(ctl.target, [names[i] for i in ids])
     elif not allowed(ids[0], obs.allowed_plans):
-        refusal = render.control_line(f"Not started: the active org role does not allow '{names[ids[0]]}' "
+        refusal = fx.texts.control_line(f"Not started: the active org role does not allow '{names[ids[0]]}' "
                                       f"(allowed: {', '.join(obs.allowed_plans or ()) or 'none'}). Tell the user.")
     elif plan is None:
-        refusal = render.control_line(f"Not started: '{names[ids[0]]}' has errors and is disabled (`graph-engine "
+        refusal = fx.texts.control_line(f"Not started: '{names[ids[0]]}' has errors and is disabled (`graph-engine "
                                       "validate` names them). Tell the user.")
     elif run is not None and run.plan.id == plan.id:
-        refusal = render.control_line(f"'{plan.name}' is already running; say \"restart the workflow\" to start "
+        refusal = fx.texts.control_line(f"'{plan.name}' is already running; say \"restart the workflow\" to start "
                                       "it again.")
     else:
         refusal = ""
@@ -1076,12 +1068,12 @@ def _start_named(plans: Iterable[Plan], run: Run | None, obs: Observation, fx: E
     if new is None:
         return True, None
     new.state["message_monologue"] = obs.message_id
-    _answer(new, fx, render.started_note(plan.name, replaced))
+    _answer(new, fx, fx.texts.started_note(plan.name, replaced))
     return True, new
 
 
 def _status(run: Run, ctl: control.Control) -> bool:
-    _answer(run, run.fx, render.status_text(run.plan, run.state))
+    _answer(run, run.fx, run.fx.texts.status_text(run.plan, run.state))
     return True
 
 
@@ -1098,9 +1090,9 @@ def _gate_timeout(run: Run, obs: Observation) -> None:
         return
     turns, seconds = s["turn"] - gate["turn"], obs.now - gate["at"] if obs.now and gate["at"] else 0.0
     if node.timeout_turns and turns >= node.timeout_turns:
-        waited = render.plural(turns, "turn")
+        waited = run.fx.texts.plural(turns, "turn")
     elif node.timeout and seconds >= node.timeout:
-        waited = render.duration(seconds)
+        waited = run.fx.texts.duration(seconds)
     else:
         return
     edge = match_answer(run.plan, node, node.default_choice) if node.default_choice else None

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any, Sequence
 
+from .message import CallOutput
 from .plain import as_text
 
 COMPRESSED_MARK = "CHARACTERS REMOVED"
@@ -20,18 +20,6 @@ MAX_TOOL_NAME = 200
 MAX_WORDS_DEPTH = 8  # a user message is a list of parts at most a few levels deep
 MAX_COMPRESSED_CHARS = 1 << 20  # a result history compression shortened is far shorter: a longer one is whole
 TAIL_SCAN = 8  # items looked at from the end; a call adds at most reply + result + a note or two
-
-
-@dataclass(slots=True)
-class CallOutput:
-    """The output of one LLM call as history shows it."""
-
-    reply: str  # the model's raw reply text
-    tool: str  # the tool whose result follows ("" when there is no result)
-    text: str  # the tool's result text
-    truncated: bool = False  # shortened by history compression
-    file: str = ""  # where Agent-Zero saved the full result, when it did
-    not_found: bool = False  # "Tool X not found": never evidence
 
 
 def reply_tool_name(reply: str) -> str:

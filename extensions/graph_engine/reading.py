@@ -33,6 +33,24 @@ class TooLarge(ReadError):
     """A regular file over the size limit."""
 
 
+def file_fact(path: str, roots_env: str = "GRAPH_ENGINE_FILE_ROOTS") -> str:
+    """What a ``file_exists`` check is told of a path, looked at by the host before the step: "file", "dir",
+    "dangling" (a link to nothing), "missing", or "outside ROOTS" when ``roots_env`` lists the folders checks
+    may look in and the path is in none of them."""
+    where = os.path.expanduser(path)
+    roots = [os.path.realpath(os.path.expanduser(r)) for r in os.environ.get(roots_env, "").split(os.pathsep)
+             if r.strip()]
+    if roots:
+        real = os.path.realpath(where)
+        if not any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
+            return "outside " + os.pathsep.join(roots)
+    if os.path.islink(where) and not os.path.exists(where):
+        return "dangling"
+    if os.path.isdir(where):
+        return "dir"
+    return "file" if os.path.isfile(where) else "missing"
+
+
 def kind_of(mode: int) -> str:
     """What a file that is not a regular one is, in words ("a folder", "a FIFO (named pipe)", ...)."""
     if stat.S_ISDIR(mode):

@@ -7,9 +7,9 @@ without evidence: there is no "cannot check, assume success" branch.
 
 from __future__ import annotations
 
-import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Mapping
 
 from .kinds import CHECKS
 from .model import Verify
@@ -35,6 +35,7 @@ class Evidence:
     text: str
     reply: str = ""
     truncated: bool = False
+    files: Mapping[str, str] = field(default_factory=dict)  # what the host saw of the paths a check names
 
 
 @dataclass(slots=True)
@@ -164,26 +165,20 @@ def judged_text(evidence: Evidence) -> str:
     return clean_output(_bounded(evidence.text))
 
 
-def _allowed_roots() -> list[str]:
-    raw = os.environ.get(FILE_ROOTS_ENV, "")
-    return [os.path.realpath(os.path.expanduser(r)) for r in raw.split(os.pathsep) if r.strip()]
+# what the host saw of a path (``reading.file_fact``), and what the check says of it
+FILE_FACTS = {"file": (True, "{path} exists"), "dir": (False, "{path} is a directory, not a file"),
+              "dangling": (False, "{path} is a dangling symbolic link"), "missing": (False, "{path} does not exist")}
 
 
-def _judge_file_exists(v: Verify, _: str, __: Evidence) -> Verdict:
-    path = os.path.expanduser(v.value)
-    roots = _allowed_roots()
-    if roots:
-        real = os.path.realpath(path)
-        if not any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
-            return Verdict(False, f"{v.value} is outside the allowed roots ({os.pathsep.join(roots)}, "
-                                  f"set by {FILE_ROOTS_ENV})")
-    if os.path.islink(path) and not os.path.exists(path):
-        return Verdict(False, f"{v.value} is a dangling symbolic link")
-    if os.path.isdir(path):
-        return Verdict(False, f"{v.value} is a directory, not a file")
-    if os.path.isfile(path):
-        return Verdict(True, f"{v.value} exists")
-    return Verdict(False, f"{v.value} does not exist")
+def _judge_file_exists(v: Verify, _: str, evidence: Evidence) -> Verdict:
+    fact = evidence.files.get(v.value)
+    if fact is None:
+        return Verdict(False, f"{v.value} was not looked at before the check")
+    if fact.startswith("outside "):
+        return Verdict(False, f"{v.value} is outside the allowed roots ({fact[len('outside '):]}, set by "
+                              f"{FILE_ROOTS_ENV})")
+    ok, said = FILE_FACTS.get(fact, (False, "{path}: " + fact))
+    return Verdict(ok, said.format(path=v.value))
 
 
 def _judge_manual(_: Verify, __: str, evidence: Evidence) -> Verdict:

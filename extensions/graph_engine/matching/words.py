@@ -32,35 +32,12 @@ Rules (documented in docs/matching.md, pinned by tests):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Iterable
 
+from ..message import Match
 from ..model import Plan
 
-SMALL_TALK_DOMAINS = ("", "conversational")
 MAX_MESSAGE_CHARS = 20_000  # the words that decide; longer pastes are mostly logs or code
-
-
-@dataclass(frozen=True)
-class Match:
-    plan: Plan
-    score: int
-    hits: tuple[str, ...]
-    domain_ok: bool
-    first: int = 0  # where the earliest phrase starts in the message
-    meaning: Any = None  # the plan's meaning score (decide.Scores) when meaning, not its phrases, chose it
-    stage: str = "phrases"  # what decided: "phrases", "meaning" or "utility model"
-    cost_ms: float = 0.0  # what deciding the message cost, in milliseconds
-
-    def why(self) -> str:
-        """What matched, and what deciding it cost, for the activation log line."""
-        cost = f"; decided in {self.cost_ms:.1f} ms" if self.cost_ms else ""
-        if self.stage == "utility model":
-            return f"chosen by the utility model{cost}"
-        if self.meaning is not None:
-            return (f"matched by meaning: {self.meaning.total:.2f}, like the text '{self.meaning.example}'"
-                    f"{cost}")
-        return f"matched {', '.join(repr(h) for h in self.hits)}{cost}"
 
 
 def normalise(message: str) -> str:
@@ -273,10 +250,6 @@ def score_plan(plan: Plan, text: str, domain: str | None) -> Match | None:
     return Match(plan=plan, score=score, hits=hits, domain_ok=domain_ok, first=first)
 
 
-def allowed(plan_id: str, allowed_plans: Sequence[str] | None) -> bool:
-    return allowed_plans is None or plan_id in allowed_plans
-
-
 def rank(m: Match) -> tuple:
     """The order of matches: higher score, earliest phrase, more matched characters, plan id."""
     return -m.score, m.first, -sum(len(h) for h in m.hits), m.plan.id
@@ -347,11 +320,6 @@ def names_plan(plan: Plan, message: str) -> bool:
     """The message asks for work in at least one of the plan's trigger phrases."""
     text = request_text(normalise(message))
     return bool(trigger_hits(plan.triggers, text) or trigger_hits(plan.strong_triggers, text))
-
-
-def domain_leaves_plan(plan: Plan, domain: str) -> bool:
-    """A new message whose domain the active plan does not cover (small talk never does)."""
-    return domain not in SMALL_TALK_DOMAINS and bool(plan.domains) and domain not in plan.domains
 
 
 # Messages that only say "carry on": a run in progress continues, whatever domain the tracker gives them.

@@ -53,7 +53,7 @@ def sections(plan: Plan) -> list[Section]:
 
 
 def _clone(run: engine.Run) -> engine.Run:
-    return engine.Run(plan=run.plan, state=copy.deepcopy(run.state), fx=engine.Effects())
+    return engine.Run(plan=run.plan, state=copy.deepcopy(run.state), fx=engine.Effects(texts=render))
 
 
 def _seen(run: engine.Run) -> str:
@@ -299,7 +299,7 @@ def control_sections(plan: Plan, library: list[Plan]) -> Iterator[Section]:
     for message, title in said:
         yield Section(f"{title}: the user says {message!r}", _steered(library, plan, mid.state, message))
     paused, _ = engine.step(library, _lookup(library, plan), copy.deepcopy(mid.state),
-                            _said("pause the workflow", "m-pause"))
+                            _said("pause the workflow", "m-pause"), render)
     yield Section("resume: the user says 'resume the workflow' (after 'pause the workflow')",
                   _steered(library, plan, paused, "resume the workflow", "m-resume"))
     for nid, node in plan.nodes.items():
@@ -325,5 +325,5 @@ def _lookup(library: list[Plan], plan: Plan) -> engine.PlanLookup:
 
 
 def _steered(library: list[Plan], plan: Plan, state: dict | None, message: str, monologue: str = "m-ctl") -> str:
-    _, fx = engine.step(library, _lookup(library, plan), copy.deepcopy(state), _said(message, monologue))
+    _, fx = engine.step(library, _lookup(library, plan), copy.deepcopy(state), _said(message, monologue), render)
     return fx.context or ""

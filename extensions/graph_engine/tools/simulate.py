@@ -13,7 +13,7 @@ import os
 import tempfile
 from typing import Any, Sequence
 
-from .. import engine
+from .. import engine, render
 from ..model import Plan
 from ..routing import route_kind, select_edge, text_of
 from ..state import emit, new_state, push_path
@@ -23,7 +23,7 @@ MAX_STEPS = 1000
 
 def start(plan: Plan) -> engine.Run:
     state = new_state(plan, "sim", "sim:0", 0)
-    run = engine.Run(plan=plan, state=state, fx=engine.Effects())
+    run = engine.Run(plan=plan, state=state, fx=engine.Effects(texts=render))
     emit(state, "plan_activated", node=plan.start, plan=plan.id, version=plan.version, triggers=[])
     push_path(state, plan.start)
     emit(state, "node_entered", node=plan.start)
