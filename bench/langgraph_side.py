@@ -26,8 +26,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
-from graph_engine.model import Plan
-from graph_engine.verify import Evidence, check, judged_text
+from graph_engine.core.model import Plan
+from graph_engine.core.verify import Evidence, check, judged_text
 
 
 def _merge(old: dict, new: dict) -> dict:

@@ -22,9 +22,9 @@ from typing import Any, Awaitable, Callable
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "extensions"))
 
-from graph_engine import adapter  # noqa: E402
+from graph_engine.host import adapter  # noqa: E402
 from graph_engine.tools import standin as a0  # noqa: E402
-from graph_engine.library import build_library  # noqa: E402
+from graph_engine.authoring.library import build_library  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 import tables  # noqa: E402
@@ -313,7 +313,9 @@ def in_pass_costs(passes: int) -> dict[str, float]:
     """What each part costs inside a judged pass: the pass's median with the part switched off (its result
     replaced by a stored one, or its effect skipped), against the same pass with everything on, measured in
     alternating batches.  Larger than the parts alone: inside a pass each part runs with cold caches."""
-    from graph_engine import audit, engine, render
+    from graph_engine.host import audit
+    from graph_engine.core import engine
+    from graph_engine.texts import render
 
     context, verdicts = render.context, engine.check
     shown: dict[tuple, str] = {}
@@ -418,9 +420,13 @@ def judged_pass_parts_us(driver: Driver, reps: int = 1000) -> dict[str, float]:
     Agent-Zero glue and the state bookkeeping."""
     import hashlib
 
-    from graph_engine import card, history, render, verify
-    from graph_engine.audit import AuditLog
-    from graph_engine.state import emit
+    from graph_engine.texts import card, render
+
+    from graph_engine.host import history
+
+    from graph_engine.core import verify
+    from graph_engine.host.audit import AuditLog
+    from graph_engine.core.state import emit
 
     state = driver.agent._htn_state
     assert state is not None and state["status"] == "active"
@@ -499,7 +505,7 @@ def side_by_side(passes: int) -> dict[str, Any]:
         import langgraph_side as lg
     except ImportError:
         return {"installed": False}
-    from graph_engine.library import load_library_file
+    from graph_engine.authoring.library import load_library_file
 
     plan = load_library_file(str(a0.LIBRARY)).plans["bugfix_workflow"]
 
@@ -631,7 +637,7 @@ def library_load_ms() -> dict[str, float]:
     import subprocess
 
     code = ("import sys,time;sys.path.insert(0,%r);t0=time.perf_counter();"
-            "from graph_engine.library import load_library_file;t=time.perf_counter();c=time.thread_time();"
+            "from graph_engine.authoring.library import load_library_file;t=time.perf_counter();c=time.thread_time();"
             "load_library_file(%r);cpu=time.thread_time()-c;done=time.perf_counter();sys.path.insert(0,%r);"
             "from reference import calibration_us;print((done-t)*1000,(t-t0)*1000,cpu*1000,calibration_us())") % (
                 str(ROOT / "extensions"), str(a0.LIBRARY), str(ROOT / "bench"))
@@ -666,7 +672,7 @@ def library_probe(path: str, copies: int, settle: bool) -> dict[str, float]:
     """Run in a fresh process (``bench/run.py --library-probe``): the library as Agent-Zero's first pass
     meets it: loaded, then a message matched (its plan compiled then); then matching times; then, after the
     background thread checked everything, a reload after one plan's name changed."""
-    from graph_engine.catalogue import LibraryCache
+    from graph_engine.host.catalogue import LibraryCache
 
     messages = match_messages(copies)
     t, cpu = time.perf_counter(), time.thread_time()
@@ -719,7 +725,7 @@ def fresh(lib: Any) -> bool:
 def shipped_match_ms() -> list[float]:
     """Matching each message of ``match_messages`` and ``EVERYDAY`` against the shipped library (10 plans),
     through the catalogue the engine uses, its meaning index built: ms per message."""
-    from graph_engine.catalogue import LibraryCache
+    from graph_engine.host.catalogue import LibraryCache
 
     lib, _ = LibraryCache(str(a0.LIBRARY), recheck_seconds=0, background=False).refresh()
     messages = match_messages(1)[10:] + EVERYDAY
@@ -735,12 +741,12 @@ def schema_ms() -> dict[str, float]:
     import subprocess
 
     code = ("import sys,time;sys.path.insert(0,%r);t0=time.perf_counter();import jsonschema;"
-            "t1=time.perf_counter();from graph_engine import schema as s;p=s.load_schema(s.find_schema());"
+            "t1=time.perf_counter();from graph_engine.authoring import schema as s;p=s.load_schema(s.find_schema());"
             "t2=time.perf_counter();s._validators(p);print((t1-t0)*1000,(time.perf_counter()-t2)*1000)") % str(
                 ROOT / "extensions")
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.split()
             for _ in range(7)]
-    from graph_engine.schema import find_schema, load_schema, validate_plan
+    from graph_engine.authoring.schema import find_schema, load_schema, validate_plan
 
     schema = load_schema(find_schema())
     plans = json.loads(a0.LIBRARY.read_text())["plans"]
@@ -776,8 +782,8 @@ def picture_ms() -> dict[str, float]:
     Mermaid text."""
     import shutil
 
-    from graph_engine import render_graph
-    from graph_engine.library import load_library_file
+    from graph_engine.authoring import render_graph
+    from graph_engine.authoring.library import load_library_file
 
     plan = load_library_file(str(a0.LIBRARY)).plans["bugfix_workflow"]
     events = [{"type": "node_entered", "node": n, "seq": i} for i, n in enumerate(plan.success_path)]
@@ -834,7 +840,7 @@ def dot_text(n_nodes: int = 200, n_edges: int = 250) -> str:
 
 def dot_parse_ms() -> tuple[float, float]:
     """Parsing a 200-node DOT plan: median wall-clock and median CPU time of the thread (milliseconds)."""
-    from graph_engine import dot
+    from graph_engine.authoring import dot
 
     text = dot_text()
     graph = dot.parse(text)

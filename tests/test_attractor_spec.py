@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scenario import exit_fail, exit_ok, started, verdicts
 
-from graph_engine.dot import DotSyntaxError, parse
+from graph_engine.authoring.dot import DotSyntaxError, parse
 from graph_engine.tools import cli
 from graph_engine.tools.standin import LIBRARY, Reply
 
@@ -576,7 +576,7 @@ def test_parse_errors_point_at_the_offending_token(src, line, col, says):
 def test_the_docs_lint_tables_match_the_rules():
     """Each rule the docs list is checked by test_lint_table (a plan that triggers it, a near miss that must
     not), and the severity the docs give is the one the lint reports."""
-    from graph_engine.lint import RULES
+    from graph_engine.authoring.lint import RULES
     from test_lint_table import TABLE
 
     rows = re.findall(r"^\| `([a-z_]+)` \| (error|warning|info) \|", DOCS, re.M)
@@ -621,9 +621,9 @@ SEEDS = [SMOKE, SPEC_STYLESHEET, REVIEW, PARTIAL, CONTEXT_ONLY, RETRY_LOOP]
                                                                              "x", "1", "start", "exit", " "])),
                                                   max_size=4))
 def test_mutated_spec_examples_map_and_lint_without_raising(base, cuts):
-    from graph_engine.dot_plan import to_plan
-    from graph_engine.dot_spec import view
-    from graph_engine.library import check_document
+    from graph_engine.authoring.dot_plan import to_plan
+    from graph_engine.authoring.dot_spec import view
+    from graph_engine.authoring.library import check_document
 
     text = base
     for at, drop, insert in cuts:

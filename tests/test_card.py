@@ -21,7 +21,11 @@ import pytest
 from golden import text_files
 from scenario import IDLE, LEGACY, FixtureModel, message_for, started
 
-from graph_engine import adapter, audit, card, render_graph, salute
+from graph_engine.host import adapter, audit, salute
+
+from graph_engine.texts import card
+
+from graph_engine.authoring import render_graph
 from graph_engine.tools import demo
 from graph_engine.tools.demo import cards, view
 from graph_engine.tools.standin import FIXTURES, LineLog, Reply, Session, cmd
@@ -498,7 +502,9 @@ def test_a_large_plan_is_drawn_as_mermaid_without_waiting_for_graphviz(monkeypat
 def test_the_picture_thread_draws_with_the_picture_setting_of_the_hook_call_that_ended_the_run(monkeypatch):
     """The setting is read inside the drawing thread: it must be the hook call's (e.g. the plugin's
     settings page), not the process's default."""
-    from graph_engine import adapter, render_graph, settings
+    from graph_engine.host import adapter
+    from graph_engine.authoring import render_graph
+    from graph_engine.boundary import settings
 
     seen = []
     real = render_graph.run_picture

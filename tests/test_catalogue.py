@@ -11,10 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scenario import TRIGGER_CASES, ready
 
-from graph_engine import adapter, catalogue
+from graph_engine.host import adapter, catalogue
 from graph_engine.matching import decide, words as matching
-from graph_engine.catalogue import Catalogue, LibraryCache, common_prefix, common_suffix, scan_document
-from graph_engine.library import check_document, load_library_file
+from graph_engine.host.catalogue import Catalogue, LibraryCache, common_prefix, common_suffix, scan_document
+from graph_engine.authoring.library import check_document, load_library_file
 from graph_engine.matching.decide import best_match
 from graph_engine.matching.words import TriggerIndex, normalise, request_text, score_plan
 from graph_engine.tools.standin import LIBRARY, Session, cmd, shipped_copies
@@ -338,7 +338,7 @@ def test_a_message_that_starts_nothing_reads_only_the_message(monkeypatch):
 
 
 def test_a_library_over_its_byte_limit_is_refused_and_more_plans_allow_more_bytes(tmp_path, monkeypatch):
-    from graph_engine import library
+    from graph_engine.authoring import library
 
     path = tmp_path / "htn_plan_library.json"
     write(path, big_document(copies=1, broken=False))
@@ -402,7 +402,7 @@ def test_the_library_folder_is_listed_again_only_when_it_changed(tmp_path, monke
 
 
 def test_a_meaning_index_that_cannot_be_built_leaves_matching_by_phrases_and_is_said_once(monkeypatch, tmp_path):
-    from graph_engine.catalogue import LibraryCache
+    from graph_engine.host.catalogue import LibraryCache
     from graph_engine.tools.standin import LIBRARY
 
     def broken(*args, **kwargs):

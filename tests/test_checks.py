@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from graph_engine.library import load_library_file
+from graph_engine.authoring.library import load_library_file
 from graph_engine.tools.standin import FIXTURES, LIBRARY, terminal
-from graph_engine.verify import Evidence, check
+from graph_engine.core.verify import Evidence, check
 
 CASES = json.loads((FIXTURES / "check_outputs.json").read_text())["cases"]
 PLANS = load_library_file(str(LIBRARY)).plans

@@ -160,7 +160,7 @@ def test_png_with_graphviz_is_a_png(tmp_path):
 
 
 def test_the_trace_counts_each_node_as_often_as_the_run_entered_it():
-    from graph_engine.render_graph import trace_counts
+    from graph_engine.authoring.render_graph import trace_counts
     events = [{"type": "plan_activated", "node": "start"}, {"type": "node_entered", "node": "start"},
               {"type": "edge_followed", "from": "start", "to": "a", "condition": "always"},
               {"type": "node_entered", "node": "a"}]

@@ -12,9 +12,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from test_properties import graph_plans
 
-from graph_engine.dot_plan import load_dot_plan
-from graph_engine.library import check_document
-from graph_engine.model import Plan, compile_plan
+from graph_engine.authoring.dot_plan import load_dot_plan
+from graph_engine.authoring.library import check_document
+from graph_engine.core.model import Plan, compile_plan
 from graph_engine.tools import cli
 from graph_engine.tools import triggers as trig
 from graph_engine.tools.standin import FIXTURES, LIBRARY

@@ -9,8 +9,10 @@ from hypothesis import given, strategies as st
 from test_routing import review_plan
 from scenario import BUG_MESSAGE, IDLE, crash, events, exit_ok, told, use_library, verdicts
 
-from graph_engine import adapter, control, state as state_mod
-from graph_engine.audit import read_lines
+from graph_engine.host import adapter
+
+from graph_engine.core import control, state as state_mod
+from graph_engine.host.audit import read_lines
 from graph_engine.tools.standin import FIXTURES, Reply, Session, cmd
 
 GOLDEN = json.loads((FIXTURES / "control_messages.json").read_text())
@@ -425,8 +427,8 @@ GATE_DOT = """digraph release {
 
 
 def test_a_gate_timeout_is_read_from_dot_and_from_json():
-    from graph_engine.dot_plan import load_dot_plan, to_dot
-    from graph_engine.model import PlanError, compile_plan
+    from graph_engine.authoring.dot_plan import load_dot_plan, to_dot
+    from graph_engine.core.model import PlanError, compile_plan
     plan = compile_plan("r", timed_gate_plan("A", timeout=90, timeout_turns=4))
     assert plan.nodes["ask"].timeout == 90.0 and plan.nodes["ask"].timeout_turns == 4
     with pytest.raises(PlanError):

@@ -7,9 +7,9 @@ import os
 import pytest
 from scenario import BUG_MESSAGE, IDLE, FixtureModel, crash, message_for
 
-from graph_engine import adapter, audit
-from graph_engine.audit import read_lines
-from graph_engine.state import DATA_KEY
+from graph_engine.host import adapter, audit
+from graph_engine.host.audit import read_lines
+from graph_engine.core.state import DATA_KEY
 from graph_engine.tools.standin import Session
 
 PLAN = "bugfix_workflow"
@@ -53,7 +53,7 @@ def run(writes: Writes, limit: int = 80, layout: str = "new") -> tuple[Session, 
             s.run_pass(reply)
         except Crash:
             crashes += 1
-            for rt in __import__("graph_engine.adapter", fromlist=["_runtimes"])._runtimes.values():
+            for rt in __import__("graph_engine.host.adapter", fromlist=["_runtimes"])._runtimes.values():
                 rt.audit.close_all()  # the stopped process's descriptors
             saved = s.saved
             s = s.restarted(saved)
@@ -171,7 +171,7 @@ def test_a_checkpoint_that_cannot_be_written_keeps_the_lines_with_the_chat_until
     checkpoint = os.path.join(root, f"{run_id}.state.json")
     os.remove(checkpoint)
     os.mkdir(checkpoint)  # a folder in its place: it cannot be written
-    for rt in __import__("graph_engine.adapter", fromlist=["_runtimes"])._runtimes.values():
+    for rt in __import__("graph_engine.host.adapter", fromlist=["_runtimes"])._runtimes.values():
         rt.audit.close_all()  # (so that the next pass writes a new snapshot)
     s.run_pass(model)
     s.run_pass(model)

@@ -4,9 +4,9 @@ import json
 import re
 
 from graph_engine.tools import cli
-from graph_engine.lint import RULES
-from graph_engine.model import CONDITIONS, NODE_TYPES, ON_FAIL_ACTIONS, PACE_LEVELS, VERIFY_TYPES
-from graph_engine.schema import find_schema, load_schema
+from graph_engine.authoring.lint import RULES
+from graph_engine.core.model import CONDITIONS, NODE_TYPES, ON_FAIL_ACTIONS, PACE_LEVELS, VERIFY_TYPES
+from graph_engine.authoring.schema import find_schema, load_schema
 from graph_engine.tools.standin import ROOT
 
 DOC = (ROOT / "docs" / "plan-authoring.md").read_text()
@@ -73,9 +73,10 @@ def test_the_readme_layout_names_every_module():
     layout = readme[readme.index("Layout: `extensions/`"):]
     layout = layout[:layout.index("`plan_library/`")]
     package = ROOT / "extensions" / "graph_engine"
-    modules = [p.stem for p in (*package.glob("*.py"), *(package / "tools").glob("*.py"))
-               if not p.stem.startswith("__")]
-    assert [m for m in modules if f"`{m}`" not in layout] == []
+    folders = sorted(p.parent.name for p in package.glob("*/__init__.py"))
+    modules = [p.stem for p in package.glob("*/*.py") if not p.stem.startswith("__")]
+    assert modules and [m for m in modules if f"`{m}`" not in layout] == []
+    assert [f for f in folders if f"{f}/`" not in layout] == []
 
 
 def test_the_readme_counts_the_shipped_plans_and_the_matching_doc_the_labelled_set():

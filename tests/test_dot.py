@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from scenario import exit_ok, started, verdicts
 
 from graph_engine.tools import cli
-from graph_engine.dot import DotSyntaxError, Duration, parse
-from graph_engine.dot_plan import load_dot_plan, to_dot
-from graph_engine.library import load_library_file
-from graph_engine.model import compile_plan
+from graph_engine.authoring.dot import DotSyntaxError, Duration, parse
+from graph_engine.authoring.dot_plan import load_dot_plan, to_dot
+from graph_engine.authoring.library import load_library_file
+from graph_engine.core.model import compile_plan
 from graph_engine.tools.standin import LIBRARY, Reply
 
 # ── the parser: every construct ─────────────────────────────────────────────

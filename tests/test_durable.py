@@ -8,9 +8,9 @@ import time
 import pytest
 from scenario import IDLE, FixtureModel, events, exit_ok, fix_loop_plan, message_for, use_library
 
-from graph_engine.audit import read_lines, replay_path
+from graph_engine.host.audit import read_lines, replay_path
 from graph_engine.tools.standin import FIXTURES, Agent, Reply, Session, cmd
-from graph_engine.state import DATA_KEY
+from graph_engine.core.state import DATA_KEY
 
 ROLES = FIXTURES / "organizations" / "roles"
 
@@ -92,14 +92,14 @@ def test_subordinate_agents_keep_separate_states():
 def test_a_state_saved_by_the_previous_version_is_migrated_on_resume():
     s = start("bugfix_workflow")
     saved = s.agent.get_data(DATA_KEY)
-    saved["schema"] = "graph_engine.state/1"
+    saved["schema"] = "graph_engine.core.state/1"
     for key in ("run_id", "status", "notice", "notice_turn", "checkpoint", "escalation", "audit_seq"):
         saved.pop(key)
     s = s.restarted()
     s.user("continue")
     s.run_pass(Reply(final="ok"))
-    assert s.state["schema"] == "graph_engine.state/2" and s.state["status"] == "active"
-    assert [e["source"] for e in events(s, "state_migrated")] == ["graph_engine.state/1"]
+    assert s.state["schema"] == "graph_engine.core.state/2" and s.state["status"] == "active"
+    assert [e["source"] for e in events(s, "state_migrated")] == ["graph_engine.core.state/1"]
 
 
 def test_a_garbage_saved_state_is_logged_and_set_aside():
@@ -367,7 +367,7 @@ def test_stall_warnings_come_exactly_when_the_role_limit_is_crossed(role_file):
 
 def test_explain_reads_an_audit_log_and_names_every_candidate(tmp_path, capsys):
     from graph_engine.tools import cli
-    from graph_engine.library import load_library_file
+    from graph_engine.authoring.library import load_library_file
     from graph_engine.tools.standin import LIBRARY
 
     s = drive(start("bugfix_workflow"), FixtureModel("bugfix_workflow", {"reproduce": 1, "test": 1}), None, -1)

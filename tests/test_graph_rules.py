@@ -1,6 +1,6 @@
 """Graph rules not covered by the bundled plans: checkpoints, decision routes, stalls, expiry, the ceiling."""
 
-from graph_engine.model import compile_plan
+from graph_engine.core.model import compile_plan
 from graph_engine.tools.standin import Reply, cmd
 from scenario import events, started, use_library, verdicts
 
@@ -34,8 +34,8 @@ def test_checkpoint_and_decision_route_on_failure(monkeypatch, tmp_path):
 
 def without_lint(monkeypatch):
     """Load plans the lint would disable: the engine's own guards must still hold."""
-    from graph_engine import library
-    from graph_engine.lint import PlanReport
+    from graph_engine.authoring import library
+    from graph_engine.authoring.lint import PlanReport
     monkeypatch.setattr(library, "lint_plan", lambda plan: PlanReport(plan.id, (), None))
 
 
@@ -94,7 +94,7 @@ def test_default_ceiling_comes_from_the_budgets():
 def test_the_ways_forward_text_follows_the_retry_count_and_its_cache_stays_bounded():
     """The context's "If it fails" lines count the attempts left; after a node's budget they no longer change,
     and a huge budget does not make the per-plan text cache grow with every failure."""
-    from graph_engine import render
+    from graph_engine.texts import render
 
     def one_task(max_retries):
         return compile_plan("p", {"name": "P", "graph": {"start": "t", "nodes": {

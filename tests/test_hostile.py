@@ -161,9 +161,9 @@ def test_a_1mb_user_message(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("garbage, problem", [
     ("a string", "expected a dict, found str"),
-    ({"schema": "graph_engine.state/2", "plan_id": "bugfix_workflow"}, "field 'plan_name' is missing or not a str"),
-    ({"schema": "graph_engine.state/99"}, "unknown state schema 'graph_engine.state/99' (this version reads "
-                                          "graph_engine.state/2)"),
+    ({"schema": "graph_engine.core.state/2", "plan_id": "bugfix_workflow"}, "field 'plan_name' is missing or not a str"),
+    ({"schema": "graph_engine.core.state/99"}, "unknown state schema 'graph_engine.core.state/99' (this version reads "
+                                          "graph_engine.core.state/2)"),
 ])
 def test_garbage_state_is_logged_with_what_and_where(garbage, problem):
     s = Session()

@@ -181,7 +181,7 @@ def test_matching_against_the_bundled_library(message, plan):
 
 def test_word_boundaries_and_deterministic_ties(monkeypatch, tmp_path):
     from graph_engine.matching.decide import best_match
-    from graph_engine.model import compile_plan
+    from graph_engine.core.model import compile_plan
 
     def plan(pid, triggers):
         return compile_plan(pid, {"triggers": triggers, "trigger_threshold": 1,
@@ -260,7 +260,7 @@ def test_old_selector_state_for_a_plan_now_a_graph_ends_cleanly():
 
 
 def test_an_internal_error_is_caught_and_logged_once(monkeypatch):
-    from graph_engine import engine
+    from graph_engine.core import engine
 
     def boom(*args, **kwargs):
         raise RuntimeError("simulated fault")
@@ -275,7 +275,7 @@ def test_an_internal_error_is_caught_and_logged_once(monkeypatch):
 
 
 def test_second_hook_of_a_pass_does_not_read_the_result_again(monkeypatch):
-    from graph_engine import adapter
+    from graph_engine.host import adapter
     s = started()
     s.run_pass(crash())
     reads = []

@@ -133,7 +133,7 @@ def test_new_layout_fresh_install_goes_to_user_code_and_uninstall_leaves_nothing
     assert r.returncode == 0, r.stdout + r.stderr
     assert "v1.x layout; installing into usr/extensions/python/" in r.stdout
     assert (root / "usr/extensions/python/before_main_llm_call/_15_htn_plan_selector.py").is_file()
-    assert (root / "usr/extensions/python/graph_engine/engine.py").is_file()
+    assert (root / "usr/extensions/python/graph_engine/core/engine.py").is_file()
     assert manifest(root)["originals"] == []
     assert run(root, "--uninstall", "--yes").returncode == 0
     assert snapshot(root, skip_state=True) == before
@@ -180,7 +180,7 @@ def test_upgrade_over_an_earlier_version_of_the_pack(tmp_path):
     ext = root / "usr" / "extensions" / "python"
     m = manifest(root)
     m["version"] = "1.9.0"
-    (ext / "graph_engine" / "render.py").write_text("# render, version 1.9\n")
+    (ext / "graph_engine" / "texts" / "render.py").write_text("# render, version 1.9\n")
     write(ext / "graph_engine" / "legacy_helpers.py", "# gone in 2.x\n")
     for e in m["installed"]:
         e["sha256"] = hashlib.sha256((root / e["path"]).read_bytes()).hexdigest()
@@ -190,7 +190,8 @@ def test_upgrade_over_an_earlier_version_of_the_pack(tmp_path):
     r = run(root, "--yes")
     assert r.returncode == 0, r.stdout
     assert "upgrade: from version 1.9.0" in r.stdout
-    assert (ext / "graph_engine" / "render.py").read_bytes() == (ROOT / "extensions/graph_engine/render.py").read_bytes()
+    assert (ext / "graph_engine" / "texts" / "render.py").read_bytes() == \
+        (ROOT / "extensions/graph_engine/texts/render.py").read_bytes()
     assert not (ext / "graph_engine" / "legacy_helpers.py").exists()
     assert len(manifest(root)["backups"]) == 2  # the first install's and the upgrade's, side by side
     assert run(root, "--uninstall", "--yes").returncode == 0
@@ -215,7 +216,7 @@ def test_dry_run_prints_every_action_and_changes_nothing(tmp_path):
     r = run(root, "--dry-run")
     assert r.returncode == 0 and snapshot(root) == before
     assert "replace: would write python/extensions/before_main_llm_call/_15_htn_plan_selector.py" in r.stdout
-    assert "add:     would write python/extensions/graph_engine/engine.py" in r.stdout
+    assert "add:     would write python/extensions/graph_engine/core/engine.py" in r.stdout
     assert "mkdir:   would create python/extensions/graph_engine/" in r.stdout
     assert "dry run: nothing was changed" in r.stdout
     assert run(root, "--yes").returncode == 0
@@ -358,7 +359,7 @@ def with_user_plans(root: Path, **plans) -> Path:
 
 
 def live_plans(root: Path):
-    from graph_engine.library import load_library_file
+    from graph_engine.authoring.library import load_library_file
     return load_library_file(str(root / HOOK / "htn_plan_library.json"))
 
 

@@ -1,4 +1,4 @@
-"""The plan language's kinds are declared once (graph_engine.kinds, control.CONTROLS) and everything else reads them."""
+"""The plan language's kinds are declared once (graph_engine.core.kinds, control.CONTROLS) and everything else reads them."""
 
 import ast
 import dataclasses
@@ -7,8 +7,12 @@ import re
 
 import pytest
 
-from graph_engine import card, control, dot_plan, dot_spec, engine, kinds, lint, render, render_graph, routing, verify
-from graph_engine.model import compile_plan
+from graph_engine.texts import card, render
+
+from graph_engine.core import control, engine, kinds, routing, verify
+
+from graph_engine.authoring import dot_plan, dot_spec, lint, render_graph
+from graph_engine.core.model import compile_plan
 from graph_engine.tools import tables
 from graph_engine.tools.standin import ROOT
 

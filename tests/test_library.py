@@ -3,7 +3,7 @@
 import json
 import os
 
-from graph_engine.catalogue import LibraryCache
+from graph_engine.host.catalogue import LibraryCache
 
 
 def write(path, plans, mtime):
@@ -75,7 +75,7 @@ def test_missing_file_is_reported(tmp_path):
 
 
 def test_bundled_library_compiles_without_problems():
-    from graph_engine.library import load_library_file
+    from graph_engine.authoring.library import load_library_file
     from graph_engine.tools.standin import LIBRARY
     lib = load_library_file(str(LIBRARY))
     assert lib.problems == () and len(lib.plans) == 10
@@ -87,7 +87,7 @@ def test_bundled_library_compiles_without_problems():
 
 # ── inside Agent-Zero: reload while runs are in progress ────────────────────
 
-from graph_engine import adapter  # noqa: E402
+from graph_engine.host import adapter  # noqa: E402
 from scenario import exit_fail, exit_ok, fix_loop_plan, library_edited, started, use_library  # noqa: E402
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from graph_engine.tools import cli
-from graph_engine.library import check_document
-from graph_engine.lint import RULES
-from graph_engine.schema import find_schema, load_schema, validate_document
+from graph_engine.authoring.library import check_document
+from graph_engine.authoring.lint import RULES
+from graph_engine.authoring.schema import find_schema, load_schema, validate_document
 from graph_engine.tools.standin import FIXTURES, LIBRARY
 
 LINT = FIXTURES / "lint"
@@ -19,7 +19,7 @@ RULE_FILES = sorted([p for p in LINT.iterdir() if p.stem not in ("clean", "dot")
 
 def findings(path: Path) -> list[dict]:
     if path.is_dir():  # a library folder: a JSON library and DOT plans beside it
-        from graph_engine.library import load_library_file
+        from graph_engine.authoring.library import load_library_file
         return [d.to_json() for d in load_library_file(str(path / "htn_plan_library.json")).diagnostics]
     return [d.to_json() for d in cli.validate_files([str(path)]) if d.rule not in ("worst_case_turns", "check_time")]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from graph_engine.library import load_library_file
-from graph_engine.lint import RULES
+from graph_engine.authoring.library import load_library_file
+from graph_engine.authoring.lint import RULES
 from graph_engine.tools import cli
 
 BASE = {

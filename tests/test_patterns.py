@@ -5,9 +5,9 @@ import itertools
 
 import pytest
 
-from graph_engine import patterns
-from graph_engine.model import PlanError, compile_plan
-from graph_engine.verify import Evidence, check
+from graph_engine.core import patterns
+from graph_engine.core.model import PlanError, compile_plan
+from graph_engine.core.verify import Evidence, check
 from graph_engine.tools.standin import Session, cmd
 from scenario import events, use_library
 
@@ -152,7 +152,7 @@ def test_without_the_regex_package_the_scan_is_capped(monkeypatch):
 def test_the_shipped_patterns_pass_the_load_check_and_agree_in_both_modes(monkeypatch):
     import json
     from graph_engine.tools.standin import FIXTURES, LIBRARY, terminal
-    from graph_engine.library import load_library_file
+    from graph_engine.authoring.library import load_library_file
     plans = load_library_file(str(LIBRARY)).plans  # every shipped plan loads: none is refused
     assert len(plans) == 10
     cases = json.loads((FIXTURES / "check_outputs.json").read_text())["cases"]

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from graph_engine.tools import cli
-from graph_engine.render_graph import mermaid, picture
+from graph_engine.authoring.render_graph import mermaid, picture
 from graph_engine.tools.standin import LIBRARY
 
 RAW = json.loads(LIBRARY.read_text())["plans"]

@@ -10,8 +10,10 @@ import os
 
 import pytest
 
-from graph_engine import lint, routing
-from graph_engine.catalogue import LibraryCache
+from graph_engine.authoring import lint
+
+from graph_engine.core import routing
+from graph_engine.host.catalogue import LibraryCache
 from graph_engine.tools.inputs import CliError, load_library
 
 
@@ -97,9 +99,9 @@ def test_thirty_decisions_in_a_row_lint_with_work_linear_in_their_number(tmp_pat
 
 
 def test_lint_work_grows_linearly_with_a_plan_of_5000_nodes(monkeypatch):
-    from graph_engine.dot import parse
-    from graph_engine.dot_plan import to_plan
-    from graph_engine.library import check_plan
+    from graph_engine.authoring.dot import parse
+    from graph_engine.authoring.dot_plan import to_plan
+    from graph_engine.authoring.library import check_plan
 
     def chain(n):
         body = " ".join(f'n{i} [prompt="step {i}"] n{i} -> {f"n{i + 1}" if i + 1 < n else "exit"}' for i in range(n))
@@ -147,7 +149,7 @@ def test_a_400_digit_weight_disables_only_its_plan_and_says_why(tmp_path):
 
 def test_without_jsonschema_one_line_says_the_schema_check_is_off_and_the_compiler_still_refuses(
         tmp_path, monkeypatch):
-    import graph_engine.library as library
+    import graph_engine.authoring.library as library
 
     monkeypatch.setattr(library, "jsonschema_available", lambda: False)
     bad = dict(good_plan("Bad", "break things"), steps=[{"name": 3, "verify": "yes"}])
@@ -311,8 +313,8 @@ def partial_plan(edges):
 def test_allow_partial_spent_retries_take_the_partial_success_edge_as_the_engine_does():
     """Spec 3.5-3.6: retries spent with allow_partial give PARTIAL_SUCCESS; an edge naming it is taken, else the
     success route. The lint's route and the model's 'paths forward' follow the engine."""
-    from graph_engine.library import check_document
-    from graph_engine.render import _paths_forward
+    from graph_engine.authoring.library import check_document
+    from graph_engine.texts.render import _paths_forward
 
     raw = partial_plan([{"from": "t", "to": "x", "condition": "outcome=success"},
                         {"from": "t", "to": "salvage", "condition": "outcome=partial_success"}])
@@ -324,7 +326,7 @@ def test_allow_partial_spent_retries_take_the_partial_success_edge_as_the_engine
 
 
 def test_allow_partial_with_a_sure_partial_edge_is_not_refused_as_a_stall():
-    from graph_engine.library import check_document
+    from graph_engine.authoring.library import check_document
 
     raw = partial_plan([{"from": "t", "to": "x", "condition": "outcome=success && context.lang=python"},
                         {"from": "t", "to": "x", "condition": "outcome=success && context.lang!=python"},
@@ -394,7 +396,7 @@ def fail_for_unlucky(monkeypatch, module, name, error):
 
 
 def test_should_checking_a_plan_fail_only_that_plan_is_disabled_with_one_line(tmp_path, monkeypatch):
-    import graph_engine.library as library
+    import graph_engine.authoring.library as library
 
     fail_for_unlucky(monkeypatch, library, "lint_plan", IndexError("a fault in the checker"))
     path = write_library(tmp_path, {"unlucky": good_plan("U", "unlucky words"), "good": good_plan()})
@@ -405,7 +407,7 @@ def test_should_checking_a_plan_fail_only_that_plan_is_disabled_with_one_line(tm
 
 
 def test_should_mapping_a_dot_file_fail_only_that_file_is_refused(tmp_path, monkeypatch):
-    import graph_engine.dot_plan as dot_plan
+    import graph_engine.authoring.dot_plan as dot_plan
 
     fail_for_unlucky(monkeypatch, dot_plan, "to_plan", KeyError("a fault in the mapper"))
     ok = 'digraph {} {{ start [shape=Mdiamond] exit [shape=Msquare] start -> t t [prompt="t"] t -> exit }}'
@@ -417,7 +419,7 @@ def test_should_mapping_a_dot_file_fail_only_that_file_is_refused(tmp_path, monk
 
 
 def test_deep_subgraphs_are_refused_after_reading_little_more_than_the_limit(monkeypatch):
-    from graph_engine import dot
+    from graph_engine.authoring import dot
 
     calls = [0]
     real = dot._Parser.peek
@@ -433,7 +435,7 @@ def test_deep_subgraphs_are_refused_after_reading_little_more_than_the_limit(mon
 
 
 def test_a_dot_file_over_its_size_limit_is_refused_unread_and_the_library_loads(tmp_path):
-    from graph_engine.library import MAX_DOT_BYTES
+    from graph_engine.authoring.library import MAX_DOT_BYTES
 
     big = "digraph big { " + "// padding\n" * (MAX_DOT_BYTES // 11 + 1) + "}"
     path = write_library(tmp_path, {"good": good_plan()}, dots={"big.dot": big})

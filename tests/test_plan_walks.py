@@ -127,7 +127,7 @@ def test_walk(plan, failures, end):
 
 
 def test_every_plan_has_walks_for_each_escalation():
-    from graph_engine.library import load_library_file
+    from graph_engine.authoring.library import load_library_file
     from graph_engine.tools.standin import LIBRARY
     ends = {(p, e) for p, _, e in WALKS}
     missing = [(pid, nid) for pid, plan in load_library_file(str(LIBRARY)).plans.items()
@@ -136,7 +136,7 @@ def test_every_plan_has_walks_for_each_escalation():
 
 
 def test_success_walk_follows_the_success_path():
-    from graph_engine.library import load_library_file
+    from graph_engine.authoring.library import load_library_file
     from graph_engine.tools.standin import LIBRARY
     for pid, plan in load_library_file(str(LIBRARY)).plans.items():
         verdicts, _ = walk(pid, {})

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from scenario import IDLE
 
-from graph_engine import __version__, settings
+from graph_engine import __version__
+
+from graph_engine.boundary import settings
 from graph_engine.tools.standin import ROOT, Session, flat_yaml, install_plugin_helpers
 
 PLUGIN = "graph_workflow_engine"
@@ -159,7 +161,7 @@ def test_a_bad_saved_value_is_one_warning_and_its_default(a0):
 def test_the_picture_and_plan_limit_settings_reach_the_engine(a0, monkeypatch):
     (a0 / "usr" / "plugins" / PLUGIN / "config.json").write_text(json.dumps({"picture": "off", "max_plans": 3}))
     s = started(a0, "fix the bug in /tmp/test.py")
-    from graph_engine import adapter
+    from graph_engine.host import adapter
     rt = next(iter(adapter._runtimes.values()))
     assert len(rt.library.current) == 3 and any("only the first 3" in w for w in s.log.texts("warning"))
     cfg = settings.read(s.agent)

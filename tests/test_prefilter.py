@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from graph_engine import patterns, prefilter
-from graph_engine.library import load_library_file
+from graph_engine.core import patterns, prefilter
+from graph_engine.authoring.library import load_library_file
 from graph_engine.tools.standin import LIBRARY, ROOT, terminal
 
 OUTPUTS = [c["output"] for c in json.loads((ROOT / "fixtures" / "check_outputs.json").read_text())["cases"]]

@@ -21,9 +21,9 @@ import pytest
 from golden import text_files
 from spellchecker import SpellChecker
 
-from graph_engine import render
+from graph_engine.texts import render
 from graph_engine.tools import prompts
-from graph_engine.library import load_library_file
+from graph_engine.authoring.library import load_library_file
 from graph_engine.tools.standin import FIXTURES, LIBRARY
 
 SHIPPED = load_library_file(str(LIBRARY)).plans
@@ -195,7 +195,7 @@ def test_each_step_says_once_how_to_print_its_exit_status():
 
 
 def test_a_step_without_a_command_is_told_in_its_check():
-    from graph_engine.model import compile_plan
+    from graph_engine.core.model import compile_plan
     plan = compile_plan("p", {"graph": {"start": "a", "nodes": {
         "a": {"type": "task", "tool": "code_execution_tool", "verify": {"type": "exit_code_zero"}},
         "b": {"type": "exit"}}, "edges": [{"from": "a", "to": "b", "condition": "on_success"}]}})
@@ -204,7 +204,7 @@ def test_a_step_without_a_command_is_told_in_its_check():
 
 
 def _fresh(plan):
-    from graph_engine.state import new_state
+    from graph_engine.core.state import new_state
     state = new_state(plan, "m", "m:0", 0)
     state["current_node"] = "a"
     return state

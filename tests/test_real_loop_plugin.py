@@ -218,7 +218,7 @@ os.chdir(root)
 sys.path.insert(0, root)
 from helpers import plugins, projects
 sys.path.insert(0, os.path.join(plugin, "extensions"))
-from graph_engine import settings
+from graph_engine.boundary import settings
 class Agent:  # what settings.read uses of Agent-Zero's agent: its context (the chat's project) and profile
     pass
 agent = Agent()

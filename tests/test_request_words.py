@@ -5,7 +5,7 @@ are not in the labelled set."""
 
 import pytest
 
-from graph_engine.library import load_library_file
+from graph_engine.authoring.library import load_library_file
 from graph_engine.matching.decide import best_match
 from graph_engine.matching.words import asks_no_work, normalise, request_text
 from graph_engine.tools.standin import LIBRARY

@@ -11,7 +11,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 from scenario import IDLE, crash, started
 
-from graph_engine.state import DATA_KEY, parse
+from graph_engine.core.state import DATA_KEY, parse
 from graph_engine.tools.standin import Reply, Session, cmd
 
 ISOLATE = cmd("grep -n divide /tmp/test.py", "3:    return a / b")
@@ -169,7 +169,7 @@ LEGACY_LINEAR = {"plan_id": "legacy", "plan_name": "Legacy", "current_step": 1, 
 
 
 def legacy_session(folder, old: dict) -> Session:
-    from graph_engine import adapter
+    from graph_engine.host import adapter
     path = folder / "htn_plan_library.json"
     steps = [{"name": f"Step {i}", "verify": {"type": "any_output"}} for i in range(3)]
     plan = {"name": "Legacy", "triggers": ["legacy please"], "trigger_threshold": 1, "steps": steps}
@@ -268,7 +268,7 @@ _BASE: list = []
 def mid_run_saved() -> tuple[dict, object]:
     """The saved state of ``mid_run`` and the plan version it names (made once)."""
     if not _BASE:
-        from graph_engine.library import load_library_file
+        from graph_engine.authoring.library import load_library_file
         from graph_engine.tools.standin import LIBRARY
         s = mid_run()
         saved = json.loads(json.dumps(s.agent.get_data(DATA_KEY)))
@@ -280,7 +280,7 @@ def mid_run_saved() -> tuple[dict, object]:
 
 def holds_no_impossible_value(state: dict, plan) -> None:
     """What any state the engine may run holds, checked apart from the parser's own rules."""
-    from graph_engine.state import COUNTERS, STATUSES
+    from graph_engine.core.state import COUNTERS, STATUSES
     for key in COUNTERS:
         if key in state:
             assert type(state[key]) is int and 0 <= state[key] < 2 ** 63, (key, state[key])

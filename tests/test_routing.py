@@ -3,8 +3,8 @@
 import pytest
 from scenario import events, exit_fail, exit_ok, started, use_library, verdicts
 
-from graph_engine.model import compile_plan
-from graph_engine.routing import ConditionError, evaluate, parse_condition, select_edge
+from graph_engine.core.model import compile_plan
+from graph_engine.core.routing import ConditionError, evaluate, parse_condition, select_edge
 from graph_engine.tools.standin import Reply, cmd
 
 
@@ -303,8 +303,8 @@ def test_the_engines_remembered_routes_equal_a_fresh_selection_and_never_depend_
     """The hot path (explain=False) remembers routes per (node, kind, status); every remembered route must be
     what a fresh selection gives, for every node of the shipped plans, and context-dependent nodes are
     never remembered."""
-    from graph_engine.library import load_library_file
-    from graph_engine.routing import STATUSES
+    from graph_engine.authoring.library import load_library_file
+    from graph_engine.core.routing import STATUSES
     from graph_engine.tools.standin import LIBRARY
 
     for plan in load_library_file(str(LIBRARY)).plans.values():
@@ -331,8 +331,8 @@ def test_the_engines_remembered_routes_equal_a_fresh_selection_and_never_depend_
 def test_select_routes_a_fan_in_as_the_engine_and_the_lint_do():
     """One table says how a node's edges are read (routing.route_kind): a fan_in routes like a decision in the
     engine, the lint and `graph-engine select` alike (a failed branch: on_fail first, then on_exhaust)."""
-    from graph_engine import routing
-    from graph_engine.routing import route_kind
+    from graph_engine.core import routing
+    from graph_engine.core.routing import route_kind
     from graph_engine.tools import simulate
     raw = parallel_plan()
     raw["graph"]["nodes"]["other"] = {"type": "exit"}
@@ -371,8 +371,8 @@ WEIGHTED_DOT = """digraph weighted {
 def test_a_run_whose_edges_carry_weight_takes_the_heaviest_then_the_first_target_id(monkeypatch, tmp_path):
     """Unconditional edges: the heaviest; matching conditional edges: the heaviest, ties by target id (tie_a before
     tie_b though tie_b is listed first).  The engine in a run and `select` agree."""
-    from graph_engine.dot import parse
-    from graph_engine.dot_plan import to_plan
+    from graph_engine.authoring.dot import parse
+    from graph_engine.authoring.dot_plan import to_plan
     from graph_engine.tools import simulate
 
     plan_id, raw, found = to_plan(parse(WEIGHTED_DOT))
@@ -395,9 +395,11 @@ def test_the_engine_and_the_texts_read_routes_from_routing_not_from_the_linter()
     import subprocess
     import sys
 
-    code = ("import sys, graph_engine.engine, graph_engine.render, graph_engine.card; "
-            "print(sorted(m for m in sys.modules if m in ('graph_engine.lint', 'graph_engine.routing')))")
+    code = ("import sys, graph_engine.core.engine, graph_engine.texts.render, graph_engine.texts.card; "
+            "print(sorted(m for m in sys.modules if m in ('graph_engine.authoring.lint', 'graph_engine.core.routing')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "['graph_engine.routing']"
-    from graph_engine import lint, render, routing
+    assert out.strip() == "['graph_engine.core.routing']"
+    from graph_engine.authoring import lint
+    from graph_engine.texts import render
+    from graph_engine.core import routing
     assert lint.resolve is routing.resolve and render.resolve is routing.resolve

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from graph_engine.library import load_library_file
+from graph_engine.authoring.library import load_library_file
 from graph_engine.matching import shipped
 from graph_engine.matching.decide import best_match
 from graph_engine.matching.words import normalise, trigger_hits

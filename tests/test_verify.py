@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from graph_engine.model import PlanError, compile_plan
-from graph_engine.verify import Evidence, check, clean_output
+from graph_engine.core.model import PlanError, compile_plan
+from graph_engine.core.verify import Evidence, check, clean_output
 
 PROMPT = "\nroot@vm:/a0/usr/workdir#"
 
@@ -69,7 +69,7 @@ def test_exit_code_zero_reads_the_printed_status(output, ok, reason):
 
 def looked(path):
     """file_exists, with what the host saw of the path before the check (reading.file_fact)."""
-    from graph_engine.reading import file_fact
+    from graph_engine.boundary.reading import file_fact
     return check(verify("file_exists", path, ""), Evidence(tool="t", text="", files={path: file_fact(path)}))
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 from . import learned, nearness, shipped, vectors
-from ..message import Match, allowed
+from ..core.message import Match, allowed
 from .words import normalise, rank, request_text, score_plan, trigger_hits
 
 MENTION_COSINE = 0.8  # how near a not-example a message must be to undo a match by weak phrases

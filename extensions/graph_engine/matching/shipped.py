@@ -20,7 +20,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ..reading import ReadError, read_regular
+from ..boundary.reading import ReadError, read_regular
 from . import learned, nearness
 from .vectors import CUES, NGRAM_BUCKETS
 

@@ -34,8 +34,8 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from ..message import Match
-from ..model import Plan
+from ..core.message import Match
+from ..core.model import Plan
 
 MAX_MESSAGE_CHARS = 20_000  # the words that decide; longer pastes are mostly logs or code
 

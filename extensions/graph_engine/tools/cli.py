@@ -17,8 +17,8 @@ import sys
 from typing import Any, Sequence, TextIO
 
 from .. import __version__
-from ..lint import Diagnostic, example_routing
-from ..schema import jsonschema_available
+from ..authoring.lint import Diagnostic, example_routing
+from ..authoring.schema import jsonschema_available
 from . import standin as a0
 from . import triggers as trig
 from .inputs import (FINDING, INPUT, CliError, answers_arg, expect_arg, json_arg, json_file, load_library, node_of, one_of,
@@ -239,8 +239,8 @@ def explain_run(path: str, library: str, as_json: bool, out: TextIO) -> int:
 def inspect_dot(path: str, as_json: bool, out: TextIO) -> int:
     """The parsed graph after the spec's transforms (label defaults to the id, ``$goal`` expanded, the model
     stylesheet applied), values typed, and the same findings as ``validate`` (timings left out)."""
-    from ..dot import DotSyntaxError, jsonable, parse
-    from ..dot_spec import handler_type, node_type, stylesheet_rules, styled, view
+    from ..authoring.dot import DotSyntaxError, jsonable, parse
+    from ..authoring.dot_spec import handler_type, node_type, stylesheet_rules, styled, view
 
     text = read_text(path, "DOT plan")
     if not path.endswith(".dot"):
@@ -286,8 +286,8 @@ def export_plan(path: str, plan_id: str | None, fmt: str, trace: str | None, out
                 output: str | None = None, render: bool = False, as_json: bool = False) -> int:
     """A plan as DOT or mermaid text, or a picture through Graphviz; ``as_json``: ``{"plan", "format",
     "text"}`` (or ``"output"`` and ``"bytes"`` for a picture written to a file)."""
-    from ..dot_plan import to_dot
-    from ..render_graph import mermaid, picture, trace_counts
+    from ..authoring.dot_plan import to_dot
+    from ..authoring.render_graph import mermaid, picture, trace_counts
 
     source = pick_plan(path, plan_id)
     if "graph" not in source.raw:

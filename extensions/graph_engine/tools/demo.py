@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from .. import card
-from ..library import check_document, parse_json
+from ..texts import card
+from ..authoring.library import check_document, parse_json
 from . import standin as a0
 from .explain import explain, format_steps, load_events
 from .standin import PROMPT_LINE, Reply, Session, terminal

@@ -11,15 +11,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..model import Plan
-from ..state import clean_event
-from ..routing import select_edge
+from ..core.model import Plan
+from ..core.state import clean_event
+from ..core.routing import select_edge
 
 
 def load_events(path: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Events and run facts from an audit file (.jsonl) or a saved state (.json)."""
     if path.endswith(".jsonl"):
-        from ..audit import read_lines
+        from ..host.audit import read_lines
 
         events = list(read_lines(path))
         head = events[0] if events else {}

@@ -13,13 +13,13 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from ..dot import DotSyntaxError, parse
-from ..dot_plan import to_plan
-from ..library import (MAX_DOT_BYTES, Library, check_document, dot_files, json_error, library_limit, parse_json,
+from ..authoring.dot import DotSyntaxError, parse
+from ..authoring.dot_plan import to_plan
+from ..authoring.library import (MAX_DOT_BYTES, Library, check_document, dot_files, json_error, library_limit, parse_json,
                        with_dot_plans)
-from ..lint import ERROR
-from ..model import Plan, PlanError, compile_plan
-from ..reading import ReadError, decode_text, read_regular
+from ..authoring.lint import ERROR
+from ..core.model import Plan, PlanError, compile_plan
+from ..boundary.reading import ReadError, decode_text, read_regular
 
 INPUT, FINDING = 2, 1
 MAX_INPUT_BYTES = 64 * 1024 * 1024  # any file the CLI reads (a library is also held to its own, smaller limit)

@@ -596,7 +596,7 @@ for i, path in enumerate(files):
     except Exception as exc:
         out["files"][path] = {"error": f"{type(exc).__name__}: {exc}"}
 try:
-    lib = sys.modules["graph_engine.library"].load_library_file(library)
+    lib = sys.modules["graph_engine.authoring.library"].load_library_file(library)
     out["library"] = {"plans": len(lib.plans), "loaded": sorted(lib.plans), "problems": list(lib.problems)}
 except Exception as exc:
     out["library"] = {"error": f"{type(exc).__name__}: {exc}"}
@@ -800,7 +800,7 @@ def take(root: Path, ids: list[str], dry_run: bool) -> int:
         beside.unlink()
         entries.pop(beside_rel, None)
     manifest["installed"] = list(entries.values())
-    from graph_engine.model import plan_version
+    from graph_engine.core.model import plan_version
     shipped = json.loads((SRC / "plan_library" / LIBRARY).read_text())["plans"]
     manifest.setdefault("plans", {}).update({pid: plan_version(shipped[pid]) for pid in ids})
     write_manifest(root, manifest, backup.relative_to(root).as_posix())
@@ -875,7 +875,7 @@ def check_dialog(root: Path) -> int:
 
 
 def self_test(root: Path, python: str) -> int:
-    """Run graph_engine.selftest from where the manifest says the pack is installed, with the framework's Python
+    """Run graph_engine.host.selftest from where the manifest says the pack is installed, with the framework's Python
     (Agent-Zero's own code and packages), as its own process."""
     manifest = read_manifest(root)
     if manifest is None:
@@ -883,13 +883,14 @@ def self_test(root: Path, python: str) -> int:
     home = root / manifest["ext_root"]
     if not (home / "graph_engine").is_dir():  # a plugin: the package is beside extensions/python/
         home = home.parent
-    if not (home / "graph_engine" / "selftest.py").is_file():
-        raise Refused(f"{home / 'graph_engine' / 'selftest.py'} is missing; run the installer again to restore it")
+    if not (home / "graph_engine" / "host" / "selftest.py").is_file():
+        raise Refused(f"{home / 'graph_engine' / 'host' / 'selftest.py'} is missing; run the installer again to "
+                      "restore it")
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(home))
     for key in ("GRAPH_ENGINE_LIBRARY", "GRAPH_ENGINE_HOME", "GRAPH_ENGINE_RUNS_DIR"):
         env.pop(key, None)
     try:
-        return subprocess.run([python, "-B", "-m", "graph_engine.selftest", "--a0-root", str(root)],
+        return subprocess.run([python, "-B", "-m", "graph_engine.host.selftest", "--a0-root", str(root)],
                               env=env, cwd=str(root), timeout=900).returncode
     except (OSError, subprocess.TimeoutExpired) as exc:
         say(f"self-test: could not run {python}: {exc}; pass the framework's Python with --python PATH")

@@ -27,7 +27,7 @@ import time
 import zlib
 from typing import Any, Callable, Sequence
 
-from ..library import load_library_file
+from ..authoring.library import load_library_file
 from ..matching import learned, nearness, shipped, vectors
 from ..matching.words import normalise, request_text
 

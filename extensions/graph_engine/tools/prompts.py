@@ -19,11 +19,12 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Iterator
 
-from .. import engine, render
+from ..core import engine
+from ..texts import render
 from . import simulate
-from ..kinds import RESTING, TERMINAL
-from ..model import Node, Plan
-from ..verify import Evidence, check
+from ..core.kinds import RESTING, TERMINAL
+from ..core.model import Node, Plan
+from ..core.verify import Evidence, check
 
 MAX_DEPTH = 60
 MAX_RUNS = 20_000
@@ -257,7 +258,7 @@ def _reach(plan: Plan, node_id: str) -> engine.Run | None:
 
 
 def _linear_sections(plan: Plan) -> Iterator[Section]:
-    from ..verify import Verdict
+    from ..core.verify import Verdict
     run = simulate.start(plan)
     for i, nid in enumerate(plan.success_path):
         node = plan.nodes[nid]

@@ -13,10 +13,11 @@ import os
 import tempfile
 from typing import Any, Sequence
 
-from .. import engine, render
-from ..model import Plan
-from ..routing import route_kind, select_edge, text_of
-from ..state import emit, new_state, push_path
+from ..core import engine
+from ..texts import render
+from ..core.model import Plan
+from ..core.routing import route_kind, select_edge, text_of
+from ..core.state import emit, new_state, push_path
 
 MAX_STEPS = 1000
 
@@ -170,7 +171,7 @@ def diverges(events: list[dict[str, Any]], expected: list[dict[str, Any]]) -> st
 def run_transcript(plan_id: str, raw_plan: dict[str, Any], lines: list[dict[str, Any]]) -> dict[str, Any]:
     """Replay a chat: {"user": text} | {"tool": name, "code": text, "output": text} | {"response": text} |
     {"warning": text}, through both extension files in the Agent-Zero stand-in."""
-    from .. import adapter
+    from ..host import adapter
     from .standin import Reply, Session, terminal
 
     with tempfile.TemporaryDirectory() as tmp:

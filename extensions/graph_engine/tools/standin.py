@@ -521,7 +521,7 @@ class Session:
         if intervention:
             self.history.append({"ai": False, "content": {"user_intervention": intervention}})
             self.monologue_open = True
-        adapter = sys.modules.get("graph_engine.adapter")
+        adapter = sys.modules.get("graph_engine.host.adapter")
         if self.wait_for_display and adapter is not None:
             adapter.wait_for_display()  # drawn off the loop: waited for here, so that tests see them
         self.saved = self._saved_data()  # message_loop_end: Agent-Zero saves the chat at the end of a pass
@@ -560,7 +560,7 @@ class Session:
         agent.context.id = self.agent.context.id
         agent.context.log = self.agent.context.log.restored()  # the chat's log is saved with it
         agent.data = saved
-        adapter = sys.modules.get("graph_engine.adapter")
+        adapter = sys.modules.get("graph_engine.host.adapter")
         if adapter is not None:
             adapter._runtimes.clear()  # module-level caches do not survive a new process
         new = Session(companion=bool(self.prompts_after), selector=bool(self.before_main), layout=self.layout,

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from ..kinds import CHECKS, CONDITIONS, EVENTS, NODE_KINDS, NODE_TYPES, ON_FAIL_ACTIONS, PACE_LEVELS, VERIFY_TYPES
+from ..core.kinds import CHECKS, CONDITIONS, EVENTS, NODE_KINDS, NODE_TYPES, ON_FAIL_ACTIONS, PACE_LEVELS, VERIFY_TYPES
 
 ROOT = Path(__file__).resolve().parents[3]
 SCHEMA = Path("plan_library/plan_library.schema.json")

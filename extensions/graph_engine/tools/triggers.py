@@ -26,12 +26,12 @@ import zlib
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
-from .. import asking
-from ..lint import contains_phrase
+from ..host import asking
+from ..authoring.lint import contains_phrase
 from ..matching import decide, second, shipped, vectors
 from ..matching.decide import Index, best_match
 from ..matching.words import normalise, request_text, score_plan, trigger_hits
-from ..model import Plan
+from ..core.model import Plan
 from . import matcher_build
 
 NONE = "(none)"

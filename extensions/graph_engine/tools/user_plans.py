@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..library import check_document, parse_json
-from ..lint import ERROR
-from ..model import plan_version
+from ..authoring.library import check_document, parse_json
+from ..authoring.lint import ERROR
+from ..core.model import plan_version
 
 SHIPPED_BESIDE = "htn_plan_library.shipped.json"
 

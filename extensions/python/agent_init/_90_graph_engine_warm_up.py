@@ -27,7 +27,7 @@ except ImportError:
 def _load_engine():
     """Import the engine package installed beside the extension folders (not on sys.path here); an import
     another thread has under way is waited for."""
-    adapter = sys.modules.get("graph_engine.adapter")
+    adapter = sys.modules.get("graph_engine.host.adapter")
     if adapter is not None and getattr(adapter, "IMPORTED", False):  # every pass: no import machinery
         return adapter
     if "graph_engine" not in sys.modules:
@@ -44,7 +44,7 @@ def _load_engine():
                 break
         else:
             raise ImportError("package graph_engine not found beside " + str(here) + "; run install_graph_engine.sh")
-    return importlib.import_module("graph_engine.adapter")
+    return importlib.import_module("graph_engine.host.adapter")
 
 
 class GraphEngineWarmUp(Extension):

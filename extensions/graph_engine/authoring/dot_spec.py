@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .dot import DotGraph, DotNode, Value
-from .kinds import NODE_TYPES
+from ..core.kinds import NODE_TYPES
 from .lint import Diagnostic
-from .routing import condition_problem, reachable
+from ..core.routing import condition_problem, reachable
 
 SHAPES = {"Mdiamond": "start", "Msquare": "exit", "box": "codergen", "parallelogram": "tool",
           "diamond": "conditional", "hexagon": "wait.human", "component": "parallel",

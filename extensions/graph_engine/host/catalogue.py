@@ -28,18 +28,18 @@ import time
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
-from .library import (Checked, Library, _problem_lines, check_document, check_plan, document_problems, dot_files,
+from ..authoring.library import (Checked, Library, _problem_lines, check_document, check_plan, document_problems, dot_files,
                       json_error, library_meta, library_schema, load_library_file, read_library)
-from .kinds import RESTING
-from .lint import ERROR, Diagnostic, cross_plan_triggers, shared_trigger
-from .matching import decide, shipped, vectors
-from .matching.decide import Verdict, by_meaning, by_words
-from .matching.nearness import own_texts
-from .matching.words import TriggerIndex, normalise, phrase_start, request_text, score_plan, trigger_hits
-from .message import Match, allowed
-from .model import DEFAULT_THRESHOLD, Plan
-from .prefilter import prepare as prepare_pattern
-from .reading import decode_text, scan_document, scan_value
+from ..core.kinds import RESTING
+from ..authoring.lint import ERROR, Diagnostic, cross_plan_triggers, shared_trigger
+from ..matching import decide, shipped, vectors
+from ..matching.decide import Verdict, by_meaning, by_words
+from ..matching.nearness import own_texts
+from ..matching.words import TriggerIndex, normalise, phrase_start, request_text, score_plan, trigger_hits
+from ..core.message import Match, allowed
+from ..core.model import DEFAULT_THRESHOLD, Plan
+from ..core.prefilter import prepare as prepare_pattern
+from ..boundary.reading import decode_text, scan_document, scan_value
 
 KEPT_VERSIONS = 64
 BACKGROUND_DELAY = 0.25  # seconds after a load before the background thread starts checking

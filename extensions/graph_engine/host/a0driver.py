@@ -13,7 +13,7 @@ A scripted chat reply is the model's raw text, or `HANG` (the call never returns
 as a restart would stop it). Nothing is sent to any model. Extension files are untouched; the two hooks of
 this pack are timed per call.
 
-    python -m graph_engine.a0driver --a0-root DIR --script SCRIPT.json --out RESULT.json
+    python -m graph_engine.host.a0driver --a0-root DIR --script SCRIPT.json --out RESULT.json
 SCRIPT.json: {"replies": [...],
               "turns": [{"user": "text"} | {"nudge": true} | {"load": CHAT_ID} | {"wait": SECONDS} |
                         {"write": PATH, "text": TEXT}],
@@ -312,14 +312,14 @@ def _result(session: Session, chat_id: str, outcome: list, waited: list) -> dict
 
 def _engine_loaded() -> dict:
     """What of the engine this process holds (after a wait: what the warm-up did before the message)."""
-    adapter = sys.modules.get("graph_engine.adapter")
+    adapter = sys.modules.get("graph_engine.host.adapter")
     runtimes = getattr(adapter, "_runtimes", {}) if adapter is not None else {}
     return {"engine_imported": adapter is not None,
             "libraries_loaded": sum(rt.library.current is not None for rt in list(runtimes.values()))}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m graph_engine.a0driver")
+    parser = argparse.ArgumentParser(prog="python -m graph_engine.host.a0driver")
     parser.add_argument("--a0-root", required=True)
     parser.add_argument("--script", required=True)
     parser.add_argument("--out", required=True)
@@ -363,10 +363,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _count_writes(stop: dict | None, save: Callable[[], None]) -> list[int]:
-    """Every write of a run's files counted (``graph_engine.audit._write``); with ``stop`` ({"at": N, "cut":
+    """Every write of a run's files counted (``graph_engine.host.audit._write``); with ``stop`` ({"at": N, "cut":
     "before" | "inside" | "after"}) the process stops at write number N, as a kill -9 would: before it, halfway
     through it or right after it (the crash-point tests of the real loop)."""
-    from graph_engine import audit
+    from graph_engine.host import audit
     count = [0]
     plain = audit._write
 
@@ -390,7 +390,7 @@ def _count_writes(stop: dict | None, save: Callable[[], None]) -> list[int]:
 def wait_for_pictures() -> None:
     """The pictures of ended runs are drawn off the loop: wait for them before the process ends or they are
     looked for (the engine's adapter, as the extension files loaded it)."""
-    adapter = sys.modules.get("graph_engine.adapter")
+    adapter = sys.modules.get("graph_engine.host.adapter")
     if adapter is not None and hasattr(adapter, "wait_for_display"):
         adapter.wait_for_display()
 

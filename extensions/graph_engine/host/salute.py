@@ -12,7 +12,7 @@ import os
 from datetime import datetime, timezone
 from typing import Any
 
-from .card import facts
+from ..texts.card import facts
 
 STATE_BY_PACE = {"primary": "active", "alternate": "error_recovery", "contingent": "escalating",
                  "emergency": "aborted"}

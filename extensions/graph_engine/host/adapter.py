@@ -21,20 +21,23 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import asking, card, control, engine, render, settings
+from . import asking
+from ..texts import card, render
+from ..core import control, engine
+from ..boundary import settings
 from .audit import AuditLog, checkpoint_path, read_checkpoint, read_lines, replace_file, runs_dir
 from .catalogue import LibraryCache
 from .history import (CallOutput, from_framework, new_intervention, newest_call_output, reply_before_user_message,
                       user_words)
-from .matching import second
-from .matching.words import is_continuation, names_plan
-from .model import Plan
-from .plain import as_text
-from .reading import file_fact, read_regular
-from .render_graph import picture_setting, run_picture
+from ..matching import second
+from ..matching.words import is_continuation, names_plan
+from ..core.model import Plan
+from ..core.plain import as_text
+from ..boundary.reading import file_fact, read_regular
+from ..authoring.render_graph import picture_setting, run_picture
 from .salute import build_report, write_report
-from .state import DATA_KEY, STATUSES, emit, is_legacy_linear, migrate_legacy, upgrade
-from .state import parse as parse_state
+from ..core.state import DATA_KEY, STATUSES, emit, is_legacy_linear, migrate_legacy, upgrade
+from ..core.state import parse as parse_state
 
 CONTEXT_KEY = "htn_active_plan"
 STATE_ATTR = "_htn_state"

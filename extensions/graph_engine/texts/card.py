@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .control import CONTROLS
-from .kinds import ENDINGS
-from .model import Node, Plan
+from ..core.control import CONTROLS
+from ..core.kinds import ENDINGS
+from ..core.model import Node, Plan
 from .render import plural, progress, steps_done
 
 REASON_SHOWN = 160

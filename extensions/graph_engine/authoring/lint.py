@@ -21,10 +21,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping
 
-from .kinds import PASS_THROUGH, TERMINAL
-from .model import Edge, Node, Plan
-from .patterns import repeat_chain
-from .routing import (MAX_PASS_THROUGH, STATUS_OF, _outcome_clauses_hold, condition_problem, possible_edges, reachable,
+from ..core.kinds import PASS_THROUGH, TERMINAL
+from ..core.model import Edge, Node, Plan
+from ..core.patterns import repeat_chain
+from ..core.routing import (MAX_PASS_THROUGH, STATUS_OF, _outcome_clauses_hold, condition_problem, possible_edges, reachable,
                       resolve, strongly_connected)
 
 ERROR, WARNING = "error", "warning"
@@ -465,8 +465,8 @@ def example_routing(plans: Iterable[Plan], index: Any = None) -> list[Diagnostic
     no not-example may start a plan, with no domain or with the plan's own.  Matched as the engine matches, with
     the library as it is (``index``: the plans' meaning index; without one only the not-examples are checked,
     by their phrases: the examples need meaning)."""
-    from .matching.decide import best_match
-    from .matching.nearness import own_texts
+    from ..matching.decide import best_match
+    from ..matching.nearness import own_texts
     plans = list(plans)
     key = (id(index), *((p.id, own_texts(p), p.examples, p.not_examples, p.domains, p.trigger_threshold)
                         for p in plans))

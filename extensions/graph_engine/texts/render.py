@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .control import CONTROLS
-from .model import Edge, Node, Plan
-from .routing import resolve
+from ..core.control import CONTROLS
+from ..core.model import Edge, Node, Plan
+from ..core.routing import resolve
 
 INSTRUCTION = "Execute the current step. Do not skip ahead."
 EVIDENCE_NOTE = ("Your next tool call is checked against this step only; "

@@ -40,8 +40,7 @@ def find_schema(library_path: str = "") -> str | None:
     candidates = []
     if library_path:
         candidates.append(os.path.join(os.path.dirname(os.path.abspath(library_path)), SCHEMA_FILE))
-    candidates.append(os.path.join(_HERE, os.pardir, os.pardir, "plan_library", SCHEMA_FILE))
-    candidates.append(os.path.join(_HERE, SCHEMA_FILE))
+    candidates.append(os.path.join(_HERE, os.pardir, os.pardir, os.pardir, "plan_library", SCHEMA_FILE))
     return next((os.path.normpath(c) for c in candidates if os.path.isfile(c)), None)
 
 

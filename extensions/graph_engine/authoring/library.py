@@ -14,10 +14,10 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from . import settings
+from ..boundary import settings
 from .lint import ERROR, Diagnostic, cross_plan_triggers, diag, lint_plan, raw_structure
-from .model import Plan, PlanError, compile_plan
-from .reading import MAX_DEPTH, TooLarge, decode_text, read_regular, scan_document, value_problem
+from ..core.model import Plan, PlanError, compile_plan
+from ..boundary.reading import MAX_DEPTH, TooLarge, decode_text, read_regular, scan_document, value_problem
 from .schema import SCHEMA_OFF, find_schema, jsonschema_available, load_schema, validate_plan, validate_top
 
 PLAN_DOC = "docs/plan-authoring.md"

@@ -16,10 +16,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import control
-from .matching import second
-from .matching.words import is_continuation
-from .message import Match, allowed
+from ..core import control
+from ..matching import second
+from ..matching.words import is_continuation
+from ..core.message import Match, allowed
 
 ASKED_ATTR = "_graph_engine_asked"  # [message id, the match it decided (None: no plan), what decided]
 

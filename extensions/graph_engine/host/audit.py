@@ -48,8 +48,8 @@ from datetime import datetime, timezone
 from typing import Any, Iterator
 
 from . import journal
-from .reading import read_regular
-from .state import clean_event
+from ..boundary.reading import read_regular
+from ..core.state import clean_event
 
 try:  # optional speed-up; the standard library is enough
     import orjson as _orjson

@@ -19,9 +19,9 @@ from decimal import Decimal
 from typing import Any
 
 from .dot import DotGraph, Duration, Value, parse
-from .kinds import NODE_KINDS
+from ..core.kinds import NODE_KINDS
 from .lint import Diagnostic
-from .routing import condition_problem
+from ..core.routing import condition_problem
 from .dot_spec import HANDLER_TO_NODE, SHAPES, handler_type, lint_graph, node_type, roles, view
 
 SHAPE_OF = {k.name: k.dot_shape for k in NODE_KINDS.values()}

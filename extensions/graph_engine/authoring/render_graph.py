@@ -14,10 +14,10 @@ import shutil
 import subprocess
 from typing import Any, Mapping
 
-from . import settings
-from .kinds import ENDINGS, node_kind
-from .model import Plan
-from .routing import ConditionError, parse_condition
+from ..boundary import settings
+from ..core.kinds import ENDINGS, node_kind
+from ..core.model import Plan
+from ..core.routing import ConditionError, parse_condition
 
 RUN = "#1f6feb"
 FINAL = "#0b3d91"

@@ -15,8 +15,8 @@ from .kinds import PASS_THROUGH, RESTING, RUN_STATUSES
 from .model import Plan
 from .plain import NotPlain, as_text, copy_plain
 
-SCHEMA = "graph_engine.state/2"
-OLDER_SCHEMAS = ("graph_engine.state/1",)
+SCHEMA = "graph_engine.core.state/2"
+OLDER_SCHEMAS = ("graph_engine.core.state/1",)
 DATA_KEY = "graph_engine_state"  # agent data key: no leading "_", so Agent-Zero saves it with the chat
 MAX_EVENTS = 50
 MAX_PATH = 50

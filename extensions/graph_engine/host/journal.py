@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, NamedTuple
 
-from .state import MAX_EVENTS
+from ..core.state import MAX_EVENTS
 
 # the events of a pass that changes visited entries only of the nodes they name, and steps_completed only by
 # appending: judging a step, routing on, passing through start, checkpoint and decision nodes, a restart

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from .reading import MAX_DEPTH
+from ..boundary.reading import MAX_DEPTH
 
 ID_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\Z")

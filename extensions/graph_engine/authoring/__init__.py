@@ -1,0 +1,1 @@
+"""Plans as authors write them: JSON and DOT, the schema, the lint, the pictures."""

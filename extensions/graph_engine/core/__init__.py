@@ -1,0 +1,1 @@
+"""The plan language and the step: pure, no I/O; imports nothing outside itself."""
