@@ -98,7 +98,7 @@ class A0Copy:
         return found[0]
 
     def package_home(self) -> Path:
-        return self.installed("a0driver.py").parent.parent
+        return self.installed("a0driver.py").parent.parent.parent  # graph_engine/host/a0driver.py
 
     # ── one Agent-Zero process ──────────────────────────────────────────────
     def run(self, turns: list, replies: list[str], context_window: int | None = None,
