@@ -70,3 +70,41 @@ def test_the_checker_sees_an_import_from_a_higher_layer(tmp_path):
     bad = core / "bad.py"
     bad.write_text("import os\nfrom ..boundary.settings import active\nfrom . import model\n")
     assert imports(bad) == [("os", 1), ("graph_engine.boundary.settings", 2), ("graph_engine.core.model", 3)]
+
+
+def writes_to_a_state(path: Path) -> list[str]:
+    """Places where a module changes a dict named like a run's state itself (an item set or deleted, a
+    mutating method, an event emitted) instead of calling the core."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        for t in targets:
+            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and "state" in t.value.id:
+                found.append(f"line {node.lineno}: {t.value.id}[...] changed")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                isinstance(node.func.value, ast.Name) and "state" in node.func.value.id and \
+                node.func.attr in ("pop", "setdefault", "update", "clear", "popitem"):
+            found.append(f"line {node.lineno}: {node.func.value.id}.{node.func.attr}()")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "emit":
+            found.append(f"line {node.lineno}: emit()")
+    return found
+
+
+# rebuilding a stored copy from its files is not changing a run: the result is checked like any restored state
+REBUILDS = {"host/journal.py": {"line 97: state[...] changed", "line 98: state.update()"},
+            "host/audit.py": {"line 527: state.pop()"}}
+
+
+@pytest.mark.parametrize("path", [p for p in MODULES if p.parent.name in ("host", "texts")],
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_only_the_core_changes_a_run_state(path):
+    """The host reads a run's state and hands it to the core; the core's functions (the step, ``resumed``,
+    ``state.logged``, ``state.pictured``) are what change it."""
+    assert set(writes_to_a_state(path)) - REBUILDS.get(f"{path.parent.name}/{path.name}", set()) == set()
+
+
+def test_the_state_check_sees_a_write(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("state['picture'] = p\nraw_state.pop('x')\nemit(state, 'run_resumed')\n")
+    assert writes_to_a_state(bad) == ["line 1: state[...] changed", "line 2: raw_state.pop()", "line 3: emit()"]

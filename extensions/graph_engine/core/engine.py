@@ -166,6 +166,14 @@ def step(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any] | None
     return run.state, fx
 
 
+def resumed(plan: Plan, state: dict[str, Any], texts: Any) -> dict[str, Any]:
+    """A run restored after a restart or a chat reload: the event, and the notice its next call is shown."""
+    emit(state, "run_resumed", node=state["current_node"], turn_saved=state.get("turn", 0))
+    state["notice"] = texts.resumed_notice(state, plan)
+    state["notice_turn"] = state.get("turn", 0) + 1
+    return state
+
+
 def shown_text(run: Run) -> str:
     """What the model reads about a live run: its current step, or the hold notice under PACE emergency."""
     return run.fx.texts.hold(run.plan, run.state) if run.state.get("held") else run.fx.texts.context(run.plan, run.state)

@@ -115,6 +115,16 @@ def emit(state: dict[str, Any], etype: str, **fields: Any) -> dict[str, Any]:
     return event
 
 
+def logged(state: dict[str, Any], seq: int) -> None:
+    """The host wrote (or kept with the chat) the run's audit lines up to ``seq``."""
+    state["audit_seq"] = seq
+
+
+def pictured(state: dict[str, Any], path: str) -> None:
+    """The host drew the picture of the ended run at ``path``."""
+    state["picture"] = path
+
+
 def push_path(state: dict[str, Any], node_id: str) -> None:
     path = state.setdefault("path", [])
     path.append(node_id)

@@ -36,7 +36,7 @@ from ..core.plain import as_text
 from ..boundary.reading import file_fact, read_regular
 from ..authoring.render_graph import picture_setting, run_picture
 from .salute import build_report, write_report
-from ..core.state import DATA_KEY, STATUSES, emit, is_legacy_linear, migrate_legacy, upgrade
+from ..core.state import DATA_KEY, STATUSES, is_legacy_linear, logged, migrate_legacy, pictured, upgrade
 from ..core.state import parse as parse_state
 
 CONTEXT_KEY = "htn_active_plan"
@@ -473,9 +473,7 @@ def _resume(rt: Runtime, agent: Any, state: dict) -> dict | None:
     plan = rt.lookup(state["plan_id"], state.get("plan_version", ""))
     if plan is None or state["current_node"] not in plan.nodes:
         return state  # the engine ends it with a clear message
-    emit(state, "run_resumed", node=state["current_node"], turn_saved=state.get("turn", 0))
-    state["notice"] = render.resumed_notice(state, plan)
-    state["notice_turn"] = state.get("turn", 0) + 1
+    state = engine.resumed(plan, state, render)
     _log(agent, "info", f"[HTN] Workflow '{state.get('plan_name', plan.name)}' resumed at "
                         f"'{plan.nodes[state['current_node']].name}' after a restart or chat reload "
                         f"(turn {state.get('turn', 0)}, attempt counts kept)")
@@ -709,7 +707,7 @@ def _audit(rt: Runtime, agent: Any, state: dict) -> None:
     if taken is None:
         return
     path, blob, seq = taken
-    state["audit_seq"] = seq  # from here the lines are in the file, or in the spool
+    logged(state, seq)  # from here the lines are in the file, or in the spool
     done = state.get("status", "active") != "active"
     problem = rt.audit.checkpoint(path, state)
     if problem and done:
@@ -1008,7 +1006,7 @@ def _picture(rt: Runtime, agent: Any, plan: Plan, state: dict, events: list[dict
                                         f"({getattr(exc, 'strerror', None) or exc}); `graph-engine render "
                                         f"--trace` draws it from the audit log", key=f"picture:{rt.audit.root}")
         return ""
-    state["picture"] = path
+    pictured(state, path)
     return path
 
 

@@ -49,7 +49,7 @@ from typing import Any, Iterator
 
 from . import journal
 from ..boundary.reading import read_regular
-from ..core.state import clean_event
+from ..core.state import clean_event, logged
 
 try:  # optional speed-up; the standard library is enough
     import orjson as _orjson
@@ -154,7 +154,7 @@ class AuditLog:
             return 0
         path, blob, seq = taken
         self.write(path, blob, done=state.get("status", "active") != "active")
-        state["audit_seq"] = seq
+        logged(state, seq)
         return blob.count(b"\n")
 
     def take(self, state: dict[str, Any], chat_id: str, agent_number: int,
