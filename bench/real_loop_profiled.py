@@ -23,12 +23,12 @@ profiler = cProfile.Profile()
 patch_extensions = a0driver.Session._patch_extensions
 
 # (label, module of graph_engine or Agent-Zero's log, attribute): what a hook call's parts are
-PARTS = (("settings", "settings", "current"), ("library look", "catalogue", "LibraryCache.refresh"),
-         ("observe", "adapter", "observe"), ("engine step", "engine", "step"), ("judge", "engine", "_judge"),
-         ("check", "engine", "check"), ("render", "render", "context"), ("apply", "adapter", "_apply"),
-         ("audit", "adapter", "_audit"), ("audit write", "audit", "AuditLog.write"),
-         ("checkpoint", "audit", "AuditLog.checkpoint"), ("card", "adapter", "_card"), ("card text", "card", "text"),
-         ("log item update", "log", "LogItem.update"), ("log line", "adapter", "_log"))
+PARTS = (("settings", "boundary.settings", "current"), ("library look", "host.catalogue", "LibraryCache.refresh"),
+         ("observe", "host.adapter", "observe"), ("engine step", "core.engine", "step"), ("judge", "core.engine", "_judge"),
+         ("check", "core.engine", "check"), ("render", "texts.render", "context"), ("apply", "host.adapter", "_apply"),
+         ("audit", "host.adapter", "_audit"), ("audit write", "host.audit", "AuditLog.write"),
+         ("checkpoint", "host.audit", "AuditLog.checkpoint"), ("card", "host.adapter", "_card"), ("card text", "texts.card", "text"),
+         ("log item update", "log", "LogItem.update"), ("log line", "host.adapter", "_log"))
 
 
 def profiled_extensions(session) -> None:

@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from .kinds import PASS_THROUGH, RESTING, RUN_STATUSES
 from .model import Plan
+from .routing import reachable
 from .plain import NotPlain, as_text, copy_plain
 
 SCHEMA = "graph_engine.core.state/2"
@@ -481,15 +482,8 @@ def _short(value: Any) -> str:
 
 def _loops_back(plan: Any, node_id: str) -> bool:
     """A route leads back to the node after its budget is spent (its failures may then pass the budget)."""
-    seen, todo = set(), [e.dst for e in plan.out_edges.get(node_id, ())]
-    while todo:
-        nid = todo.pop()
-        if nid == node_id:
-            return True
-        if nid not in seen:
-            seen.add(nid)
-            todo.extend(e.dst for e in plan.out_edges.get(nid, ()))
-    return False
+    successors = {nid: [e.dst for e in edges] for nid, edges in plan.out_edges.items()}
+    return node_id in reachable(successors.get(node_id, ()), successors)
 
 
 def is_legacy_linear(state: Any) -> bool:
