@@ -24,6 +24,7 @@ from scenario import IDLE, LEGACY, FixtureModel, message_for, started
 from graph_engine.host import adapter, audit, salute
 
 from graph_engine.texts import card
+from graph_engine.texts import view as component
 
 from graph_engine.authoring import render_graph
 from graph_engine.tools import demo
@@ -200,9 +201,11 @@ def _history(project) -> list[str]:
 def test_the_key_value_table_holds_the_key_facts(project):
     s, replies = begin(project)
     card = cards(play(s, replies[:5]).log)[0]
+    data = json.loads(card.kvps.pop(component.KEY))  # v1.x: the web UI's component draws the graph from it
     assert card.kvps == {"Plan": "Bug Fix Workflow", "Run": s.state["run_id"],
                          "Step": "step 3 of 5: Implement the fix", "Done": "3 of 5 steps", "Attempt": "1 of 3",
                          "PACE level": "primary", "Status": "active"}
+    assert card.type == component.TYPE and data["step"] == "step 3 of 5" and data["current"] == "Implement the fix"
     s.run_pass(replies[5])
     assert cards(s.log)[0].kvps["Attempt"] == "2 of 3" and cards(s.log)[0].kvps["Step"] == "step 4 of 5: Test the fix"
 
@@ -265,6 +268,7 @@ def test_a_card_update_sends_only_what_changed(project):
     assert not given & {"Plan", "Run", "PACE level", "Status"}  # unchanged: not sent again
     plan = next(iter(adapter._runtimes.values())).lookup(s.state["plan_id"], s.state["plan_version"])
     heading, content, kvps = card.text(plan, s.state, "primary")
+    kvps[component.KEY] = component.view(plan, s.state, "primary")
     assert (item.heading, item.content, item.kvps) == (heading, content, kvps)
 
 

@@ -12,6 +12,7 @@ import contextvars
 import json
 import os
 import re
+import sys
 import threading
 import time
 import traceback
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import asking
-from ..texts import card, render
+from ..texts import card, render, view
 from ..core import control, engine
 from ..boundary import settings
 from .audit import AuditLog, checkpoint_path, read_checkpoint, read_lines, replace_file, runs_dir
@@ -844,6 +845,9 @@ def _card(rt: Runtime, agent: Any, state: dict, picture: str = "", search: bool 
         return  # nothing changed: nothing to do
     plan = rt.lookup(state.get("plan_id", ""), state.get("plan_version", ""))
     heading, content, kvps = card.text(plan, state, pace if isinstance(pace, str) else "", picture)
+    if "helpers.extension" in sys.modules:  # v1.x: the pack's web UI extension draws the run from its data
+        data = view.view(plan, state, pace if isinstance(pace, str) else "", picture)
+        kvps = {**kvps, view.KEY: data} if data else kvps
     if same_run:
         item = shown[1]
     elif search or any(isinstance(e, dict) and e.get("type") == "run_resumed" for e in state.get("events") or ()):
@@ -854,7 +858,7 @@ def _card(rt: Runtime, agent: Any, state: dict, picture: str = "", search: bool 
         if item is not None and _still_logged(agent, item):
             _update_card(item, heading, content, kvps, shown[3] if same_run else None)
         else:
-            item = agent.context.log.log(type="info", heading=heading, content=content, kvps=kvps)
+            item = agent.context.log.log(type=_card_type(kvps), heading=heading, content=content, kvps=kvps)
             if picture_setting() != "off":
                 _display.start()  # the run's picture will need it: started now, not in the pass that ends it
         if not callable(getattr(item, "update", None)):
@@ -874,11 +878,16 @@ def _update_card(item: Any, heading: str, content: str, kvps: dict, sent: tuple 
     the real loop), so unchanged texts and key-value pairs are not sent again (pairs given as keywords are
     merged into the item's table, in both Agent-Zero layouts)."""
     if sent is None or set(sent[2]) != set(kvps):
-        item.update(type="info", heading=heading, content=content, kvps=kvps)
+        item.update(type=_card_type(kvps), heading=heading, content=content, kvps=kvps)
         return
     changed = {k: v for k, v in kvps.items() if sent[2][k] != v}
-    item.update(type="info", heading=None if heading == sent[0] else heading,
+    item.update(type=_card_type(kvps), heading=None if heading == sent[0] else heading,
                 content=None if content == sent[1] else content, **changed)
+
+
+def _card_type(kvps: dict) -> str:
+    """The card's log item type: the component's, when it carries the component's data; else a plain info item."""
+    return view.TYPE if view.KEY in kvps else "info"
 
 
 def _still_logged(agent: Any, item: Any) -> bool:

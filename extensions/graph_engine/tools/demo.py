@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..texts import card
+from ..texts import view as component
 from ..authoring.library import check_document, parse_json
 from . import standin as a0
 from .explain import explain, format_steps, load_events
@@ -279,9 +280,11 @@ def cards(log: Any) -> list[Any]:
 
 
 def view(item: Any) -> str:
-    """A card as the chat shows it: heading, text, then the key-value table."""
-    width = max(len(k) for k in item.kvps) if item.kvps else 0
-    table = [f"  {k.ljust(width)}  {v}" for k, v in item.kvps.items()]
+    """A card as the chat shows it: heading, text, then the key-value table (without the data the web UI's
+    component draws the graph from)."""
+    kvps = {k: v for k, v in (item.kvps or {}).items() if k != component.KEY}
+    width = max(len(k) for k in kvps) if kvps else 0
+    table = [f"  {k.ljust(width)}  {v}" for k, v in kvps.items()]
     return "\n".join([item.heading, *("  " + line for line in item.content.splitlines()), *table])
 
 

@@ -174,12 +174,18 @@ def runtime_files(package: Path = PACKAGE) -> list[Path]:
     return found
 
 
+def web_ui_files(src: Path = SRC) -> list[Path]:
+    """The pack's web UI extensions (v1.x: the workflow component), as ``extensions/webui/<point>/<file>``."""
+    return sorted(p for p in (src / "extensions" / "webui").rglob("*.js") if p.is_file())
+
+
 def plugin_files(src: Path = SRC) -> dict[str, bytes]:
     """What runs inside Agent-Zero, as the plugin folder holds it (paths relative to the plugin's root): the
     ZIP of ``make plugin`` and an install with ``--plugin`` hold exactly these (no tests, fixtures or bench)."""
     hooks = src / "extensions" / "python"
     found = [src / name for name in PLUGIN_TOP]
     found += sorted((src / "webui").rglob("*"))
+    found += web_ui_files(src)
     found += [hooks / "before_main_llm_call" / SELECTOR, hooks / "message_loop_prompts_after" / COMPANION,
               hooks / "agent_init" / WARM_UP]
     found += runtime_files(src / "extensions" / "graph_engine")
@@ -225,6 +231,9 @@ def payload(layout: Layout, merged: Merged) -> dict[str, bytes]:
     }
     for path in runtime_files():  # tools/ stays out of Agent-Zero
         files[ext / "graph_engine" / path.relative_to(PACKAGE)] = path.read_bytes()
+    if layout.name == "new":  # v1.x reads web UI extensions beside the python ones (usr/extensions/webui/)
+        for path in web_ui_files():
+            files[ext.parent / path.relative_to(SRC / "extensions")] = path.read_bytes()
     if merged.beside is not None:
         files[ext / "before_main_llm_call" / SHIPPED_BESIDE] = merged.beside
     return {layout.rel(p): data for p, data in files.items()}
