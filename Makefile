@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 GENERATED := $(shell grep -l "@given" tests/test_*.py 2>/dev/null)
 
-.PHONY: demo test test-deep bench prompts tables plugin matcher real-loop real-loop-bench clean
+.PHONY: demo test test-deep bench prompts tables plugin matcher real-loop real-ui real-loop-bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed; set PYTHON=python3.11 (or newer)")'
@@ -59,6 +59,14 @@ real-loop: $(STAMP)
 	@test -n "$(A0_TREES)" -a -d "$(A0_TREES)" || { echo "make real-loop: set A0_TREES to a folder of Agent-Zero trees (docs/development.md)"; exit 2; }
 	A0_TREES="$(A0_TREES)" $(BIN)/python tests/a0env.py
 	A0_TREES="$(A0_TREES)" $(BIN)/python -m pytest $(wildcard tests/test_real_loop*.py)
+
+# the workflow component in Agent-Zero's real web UI (v1.7's run_ui.py), driven by headless Chromium (Debian's
+# chromium package, which this target does not install); screenshots in build/ui-shots
+real-ui: $(STAMP)
+	@test -n "$(A0_TREES)" -a -d "$(A0_TREES)" || { echo "make real-ui: set A0_TREES to a folder of Agent-Zero trees (docs/development.md)"; exit 2; }
+	$(BIN)/python -m pip install --quiet -e '.[ui]'
+	A0_TREES="$(A0_TREES)" $(BIN)/python tests/a0env.py v1.7
+	A0_TREES="$(A0_TREES)" GRAPH_ENGINE_UI_SHOTS="$(CURDIR)/build/ui-shots" $(BIN)/python -m pytest tests/test_real_ui.py
 
 # the two hooks timed (and profiled) in Agent-Zero's real message loop, v1.7 tree of A0_TREES: prints the table,
 # writes bench/real_loop_results.json and the real-loop table of docs/performance.md

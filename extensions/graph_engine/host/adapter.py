@@ -844,10 +844,7 @@ def _card(rt: Runtime, agent: Any, state: dict, picture: str = "", search: bool 
     if same_run and shown[2] == signature and _still_logged(agent, shown[1]):
         return  # nothing changed: nothing to do
     plan = rt.lookup(state.get("plan_id", ""), state.get("plan_version", ""))
-    heading, content, kvps = card.text(plan, state, pace if isinstance(pace, str) else "", picture)
-    if "helpers.extension" in sys.modules:  # v1.x: the pack's web UI extension draws the run from its data
-        data = view.view(plan, state, pace if isinstance(pace, str) else "", picture)
-        kvps = {**kvps, view.KEY: data} if data else kvps
+    heading, content, kvps = _card_parts(plan, state, pace if isinstance(pace, str) else "", picture)
     if same_run:
         item = shown[1]
     elif search or any(isinstance(e, dict) and e.get("type") == "run_resumed" for e in state.get("events") or ()):
@@ -883,6 +880,16 @@ def _update_card(item: Any, heading: str, content: str, kvps: dict, sent: tuple 
     changed = {k: v for k, v in kvps.items() if sent[2][k] != v}
     item.update(type=_card_type(kvps), heading=None if heading == sent[0] else heading,
                 content=None if content == sent[1] else content, **changed)
+
+
+def _card_parts(plan: Plan | None, state: dict, pace: str, picture: str) -> tuple[str, str, dict]:
+    """The card's heading, text and table; on v1.x the table also carries the data the pack's web UI extension
+    draws the run from."""
+    heading, content, kvps = card.text(plan, state, pace, picture)
+    if "helpers.extension" in sys.modules:
+        data = view.view(plan, state, pace, picture)
+        kvps = {**kvps, view.KEY: data} if data else kvps
+    return heading, content, kvps
 
 
 def _card_type(kvps: dict) -> str:
@@ -992,8 +999,8 @@ def _draw(rt: Runtime, agent: Any, plan: Plan, state: dict, events: list[dict], 
             setattr(agent, "_htn_last_run", dict(last, picture=path))  # a new record: readers keep a whole one
         if path and item is not None and _still_logged(agent, item):
             pace = getattr(agent, PACE_ATTR, "")
-            heading, content, kvps = card.text(plan, state, pace if isinstance(pace, str) else "", path)
-            item.update(type="info", heading=heading, content=content, kvps=kvps)
+            heading, content, kvps = _card_parts(plan, state, pace if isinstance(pace, str) else "", path)
+            item.update(type=_card_type(kvps), heading=heading, content=content, kvps=kvps)
     except Exception as exc:  # noqa: BLE001 - a thread's failure is one log line, never a crash
         _log_once(rt, agent, "warning", f"[HTN] Picture of the run {state.get('run_id')} not drawn "
                                         f"({type(exc).__name__}: {exc}); `graph-engine render --trace` draws it "

@@ -88,7 +88,7 @@ function component(d, text) {
     root.appendChild(bar);
   }
   if (d.picture) {
-    root.appendChild(el("a", { class: "gw-picture", href: `/image_get?path=${encodeURIComponent(d.picture)}`,
+    root.appendChild(el("a", { class: "gw-picture", href: `/api/image_get?path=${encodeURIComponent(d.picture)}`,
                                target: "_blank", rel: "noopener", text: "Open the picture of the run" }));
   }
   // the card's text: what a screen reader reads, and what the person can open
@@ -107,8 +107,9 @@ function graph(d) {
   const svg = svgEl("svg", { class: "gw-graph", viewBox: `0 0 ${width} ${height}`, width: String(width),
                              role: "img", "aria-label": `The steps of ${d.plan}` });
   const defs = svgEl("defs");
-  const marker = svgEl("marker", { id: `gw-arrow-${d.run}`, viewBox: "0 0 10 10", refX: "9", refY: "5",
-                                   markerWidth: "7", markerHeight: "7", orient: "auto-start-reverse" });
+  const marker = svgEl("marker", { id: `gw-arrow-${d.run}`, viewBox: "0 0 10 10", refX: "10", refY: "5",
+                                   markerWidth: "8", markerHeight: "8", markerUnits: "userSpaceOnUse",
+                                   orient: "auto" });
   marker.appendChild(svgEl("path", { d: "M 0 0 L 10 5 L 0 10 z", class: "gw-arrowhead" }));
   defs.appendChild(marker);
   svg.appendChild(defs);

@@ -1,0 +1,43 @@
+"""Agent-Zero's own web UI (its run_ui.py) from a real tree, with the model scripted at the LiteLLM boundary.
+
+    <tree python> tests/a0ui.py --a0-root TREE --script SCRIPT.json --port PORT --calls CALLS.json
+
+Run with the installed pack on PYTHONPATH (tests/test_real_ui.py does).  SCRIPT.json: {"replies": [...]} as for
+graph_engine.host.a0driver; each chat call the model receives is written to CALLS.json as it happens, so a test
+can read what the model was told.  Nothing is sent to any model.
+"""
+
+import argparse
+import json
+from pathlib import Path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--a0-root", required=True)
+    parser.add_argument("--script", required=True)
+    parser.add_argument("--port", required=True)
+    parser.add_argument("--calls", required=True)
+    args = parser.parse_args()
+    spec = json.loads(Path(args.script).read_text())
+    from graph_engine.host import a0driver
+
+    script = a0driver.Script(spec.get("replies", []), spec.get("utility_reply", "[]"))
+    calls = Path(args.calls)
+    chat = script.chat
+
+    def recorded(messages):
+        reply = chat(messages)
+        calls.write_text(json.dumps([c["messages"] for c in script.calls]))
+        return reply
+
+    script.chat = recorded
+    a0driver.Session(args.a0_root, script)  # the scripted model, the shell as the container's, memory apart
+    from helpers import runtime
+    runtime.args.update(port=int(args.port), host="127.0.0.1")  # beside the driver's --dockerized=true
+    import run_ui
+    run_ui.run()
+
+
+if __name__ == "__main__":
+    main()
