@@ -1,5 +1,5 @@
 """The workflow component in Agent-Zero's real web UI: its own run_ui.py from the v1.7 tree of ``$A0_TREES``, the
-pack installed as a plugin by its installer, the model scripted at the LiteLLM boundary (tests/a0ui.py), driven
+pack installed by its installer (as a plugin, and in the shell installer's form), the model scripted at the LiteLLM boundary (tests/a0ui.py), driven
 by headless Chromium (Debian's package, through Playwright; nothing is downloaded at run time).
 
 A screenshot of each state is saved in ``$GRAPH_ENGINE_UI_SHOTS`` (default: build/ui-shots).  Run with
@@ -85,10 +85,11 @@ class UI:
         self.log.close()
 
 
-@pytest.fixture(scope="module")
-def tree(tmp_path_factory):
-    copy = A0Copy.fresh(TREE, tmp_path_factory.mktemp("ui"))
-    copy.install(plugin=True)
+@pytest.fixture(scope="module", params=["plugin", "shell"])
+def tree(request, tmp_path_factory):
+    """The tree with the pack installed as a plugin (the Plugins dialog's form) or by the shell installer."""
+    copy = A0Copy.fresh(TREE, tmp_path_factory.mktemp(f"ui-{request.param}"))
+    copy.install(plugin=request.param == "plugin")
     return copy
 
 
@@ -154,6 +155,7 @@ def wait_for(page, check, what: str, timeout: float = 90):
 
 def shot(page, name: str) -> Path:
     """The page with the newest component scrolled into view, and the component alone."""
+    name = f"{FORM[0]}-{name}"
     path = SHOTS / f"{name}.png"
     for attempt in range(5):  # a live update may replace the component while it is being shot
         try:
@@ -169,11 +171,19 @@ def shot(page, name: str) -> Path:
     return path
 
 
+FORM = ["plugin"]  # the install form of the tree in use (for the screenshots' names)
+
+
 def audit_events(tree: A0Copy) -> list[dict]:
     out = []
     for log in sorted((tree.root / "usr" / "graph_engine" / "runs").rglob("*.jsonl")):
         out += [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     return out
+
+
+@pytest.fixture(autouse=True)
+def form(tree, request):
+    FORM[0] = request.node.callspec.params["tree"]
 
 
 def test_the_component_appears_moves_with_the_run_and_ends_completed(tree, project, browser, tmp_path):

@@ -231,9 +231,9 @@ def payload(layout: Layout, merged: Merged) -> dict[str, bytes]:
     }
     for path in runtime_files():  # tools/ stays out of Agent-Zero
         files[ext / "graph_engine" / path.relative_to(PACKAGE)] = path.read_bytes()
-    if layout.name == "new":  # v1.x reads web UI extensions beside the python ones (usr/extensions/webui/)
+    if layout.name == "new":  # v1.x lists usr/extensions/webui/ too, but serves web UI files from its own folder
         for path in web_ui_files():
-            files[ext.parent / path.relative_to(SRC / "extensions")] = path.read_bytes()
+            files[layout.root / path.relative_to(SRC)] = path.read_bytes()
     if merged.beside is not None:
         files[ext / "before_main_llm_call" / SHIPPED_BESIDE] = merged.beside
     return {layout.rel(p): data for p, data in files.items()}
