@@ -223,6 +223,13 @@ def test_the_component_appears_moves_with_the_run_and_ends_completed(tree, proje
         page.wait_for_selector(".graph-workflow", timeout=30_000)
         assert component(page)["status"] == "completed"
         shot(page, "3-after-reload")
+        page.evaluate("() => document.body.classList.add('light-mode')")  # the light theme: its colours
+        light = page.evaluate("() => getComputedStyle(document.querySelector('.graph-workflow')).color")
+        page.evaluate("() => document.body.classList.remove('light-mode')")
+        assert light != page.evaluate("() => getComputedStyle(document.querySelector('.graph-workflow')).color")
+        page.evaluate("() => document.body.classList.add('light-mode')")
+        shot(page, "3a-light")
+        page.evaluate("() => document.body.classList.remove('light-mode')")
         page.set_viewport_size({"width": 420, "height": 900})  # a narrow window: the graph scrolls inside its box
         box = page.evaluate("() => document.querySelector('.graph-workflow').getBoundingClientRect().right")
         assert box <= 420
