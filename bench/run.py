@@ -704,6 +704,7 @@ def library_probe(path: str, copies: int, settle: bool) -> dict[str, float]:
         Path(path).write_text(json.dumps(doc, indent=2))
         stamp = os.stat(path).st_mtime_ns + 10**9
         os.utime(path, ns=(stamp, stamp))
+        cache.background = False  # the reload's own work, timed in this thread (a running engine does it in one)
         t, cpu = time.perf_counter(), time.thread_time()
         lib, _ = cache.refresh()
         edited = lib.get(pid)
@@ -951,7 +952,7 @@ def rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
          "reported", None),
         ("1,000 plans: load to the first matched message (fresh process)", ms(small["first_match_ms"]),
          *budget("library_1000_first_match_per_json", "json.loads of the file, in CPU time")),
-        ("1,000 plans: reload after one plan changed (that plan checked again)", ms(small["reload_ms"]),
+        ("1,000 plans: reload after one plan changed (that plan checked again; off the passes, in a thread)", ms(small["reload_ms"]),
          *budget("library_1000_reload_per_json", "json.loads of the file, in CPU time")),
         ("1,000 plans: json.loads of the library file (7 MB), CPU time, fastest of 5", ms(small["json_parse_ms"]),
          "reported", None),

@@ -239,9 +239,12 @@ def test_the_component_appears_moves_with_the_run_and_ends_completed(tree, proje
         ui.close()
 
 
-def test_stop_clicked_mid_run_stops_it_in_the_page_the_log_and_the_next_call(tree, project, browser, tmp_path):
+def test_a_step_clicked_on_the_graph_and_stop_clicked_mid_run_steer_the_run(tree, project, browser, tmp_path):
+    """While the run waits for the person: a step done, clicked on the graph, takes the run back to it; then Stop
+    stops it, in the page, in the audit log (with what was sent) and in the model's next call."""
     replies = [terminal(f'cd {project} && python3 test_calc.py; echo "[exit:$?]"', "Reproduce"),
                respond("The crash is reproduced: divide(1, 0) raises ZeroDivisionError. Shall I go on?"),
+               respond("Back at the first step, as you asked."),
                respond("The workflow is stopped, as you asked.")]
     ui = UI(tree, replies, tmp_path)
     try:
@@ -254,7 +257,13 @@ def test_stop_clicked_mid_run_stops_it_in_the_page_the_log_and_the_next_call(tre
             time.sleep(0.2)
         page.wait_for_selector("text=Shall I go on?", timeout=60_000)
         assert "stop the workflow" in waiting["buttons"]
-        shot(page, "4-before-stop")
+        shot(page, "4-waiting")
+        page.click(".graph-workflow .gw-can-go-back[data-node='reproduce']")
+        wait_for(page, lambda c: c["status"] == "active" and c["current"] == "reproduce", "the run back at its step")
+        page.wait_for_selector("text=Back at the first step, as you asked.", timeout=60_000)
+        back = [e for e in audit_events(tree) if e["type"] == "jumped_back"]
+        assert len(back) == 1 and back[0]["said"] == "go back to Reproduce the issue"
+        shot(page, "4-went-back")
         page.click(".graph-workflow .gw-button[data-say='stop the workflow']")
         stopped = wait_for(page, lambda c: c["status"] == "stopped", "the run stopped")
         assert stopped["buttons"] == []

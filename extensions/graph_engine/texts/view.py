@@ -30,21 +30,21 @@ def view(plan: Plan | None, state: dict[str, Any], pace_level: str = "", picture
     if plan is None or len(plan.nodes) > MAX_NODES or state.get("status") == "rejected":
         return ""
     f = facts(plan, state, pace_level)
-    rows = _layout(plan)
+    rows, names, kinds, edges_of = _skeleton(plan)
     done, failed = _marks(plan, state, tuple(plan.nodes))
     skipped = {plan.success_path[i] if isinstance(i, int) and i < len(plan.success_path) else i
                for i in state.get("steps_skipped", ())}
     active = f["status"] == "active"
     current = f["node"]
     nodes = []
-    for nid, node in plan.nodes.items():
+    for nid in plan.nodes:
         mark = ("current" if nid == current and active else "done" if nid in done else
                 "skipped" if nid in skipped else "failed" if nid in failed else
                 "reached" if nid == current else "pending")
-        nodes.append([nid, _short(node.name)[:48], node_kind(node.type).name, rows[nid][0], rows[nid][1], mark])
+        nodes.append([nid, names[nid], kinds[nid], rows[nid][0], rows[nid][1], mark])
     path = state.get("path") or []
     taken = {(a, b) for a, b in zip(path, path[1:])}
-    edges = [[e.src, e.dst, e.condition, (e.src, e.dst) in taken] for e in plan.edges]
+    edges = [[src, dst, condition, (src, dst) in taken] for src, dst, condition in edges_of]
     verdict, _, end = _scan(state.get("events") or ())
     data = {
         "v": VERSION, "plan": f["plan"], "run": f["run"], "status": f["status"], "paused": bool(state.get("paused")),
@@ -81,6 +81,22 @@ def controls(plan: Plan, state: dict[str, Any]) -> list[list[str]]:
         if nid in done and nid != state.get("current_node"):
             out.append([f"Back to {plan.nodes[nid].name}", said["back"].replace("<step>", plan.nodes[nid].name), nid])
     return out
+
+
+_SKELETONS: dict[tuple[str, str], tuple] = {}  # what a plan version draws the same on every pass
+
+
+def _skeleton(plan: Plan) -> tuple:
+    """(places, short names, kinds, edges) of a plan version, computed once: a pass pays for its marks only."""
+    key = (plan.id, plan.version)
+    found = _SKELETONS.get(key)
+    if found is None:
+        if len(_SKELETONS) >= 64:
+            _SKELETONS.pop(next(iter(_SKELETONS)))
+        found = _SKELETONS[key] = (_layout(plan), {nid: _short(n.name)[:48] for nid, n in plan.nodes.items()},
+                                   {nid: node_kind(n.type).name for nid, n in plan.nodes.items()},
+                                   tuple((e.src, e.dst, e.condition) for e in plan.edges))
+    return found
 
 
 def _layout(plan: Plan) -> dict[str, tuple[int, int]]:
