@@ -262,7 +262,7 @@ def test_a_step_clicked_on_the_graph_and_stop_clicked_mid_run_steer_the_run(tree
         wait_for(page, lambda c: c["status"] == "active" and c["current"] == "reproduce", "the run back at its step")
         page.wait_for_selector("text=Back at the first step, as you asked.", timeout=60_000)
         back = [e for e in audit_events(tree) if e["type"] == "jumped_back"]
-        assert len(back) == 1 and back[0]["said"] == "go back to Reproduce the issue"
+        assert len(back) == 1 and back[0]["said"] == "go back to the 'Reproduce the issue' step"
         shot(page, "4-went-back")
         page.click(".graph-workflow .gw-button[data-say='stop the workflow']")
         stopped = wait_for(page, lambda c: c["status"] == "stopped", "the run stopped")

@@ -7,6 +7,7 @@ import pytest
 from scenario import crash, exit_fail, exit_ok, fix_loop_plan, started, use_library
 
 from graph_engine.authoring.library import load_library_file
+from graph_engine.core import control
 from graph_engine.core.model import compile_plan
 from graph_engine.core.state import new_state
 from graph_engine.host import adapter
@@ -43,8 +44,9 @@ def test_steps_done_failed_and_taken_edges_follow_the_run():
     taken = {(a, b) for a, b, _, t in d["edges"] if t}
     assert ("reproduce", "isolate") in taken and not any(b == "gather_context" for _, b in taken)
     back = [c for c in d["controls"] if c[2]]
-    assert [(c[1], c[2]) for c in back] == [("go back to Reproduce the issue", "reproduce"),
-                                            ("go back to Isolate the root cause", "isolate")]
+    assert [(c[1], c[2]) for c in back] == [("go back to the 'Reproduce the issue' step", "reproduce"),
+                                            ("go back to the 'Isolate the root cause' step", "isolate")]
+    assert [control.parse(c[1]).target for c in back] == ["reproduce the issue", "isolate the root cause"]
     assert d["check"]["step"] == "Isolate the root cause" and d["check"]["outcome"] == "success"
 
 

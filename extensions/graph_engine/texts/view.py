@@ -77,9 +77,10 @@ def controls(plan: Plan, state: dict[str, Any]) -> list[list[str]]:
         out.append(["Retry step", said["retry"], ""])
     out.append(["Restart", said["restart"], ""])
     done, _ = _marks(plan, state, plan.success_path)
-    for nid in plan.success_path:  # "go back to <step>" for a step already done (chosen on the graph)
-        if nid in done and nid != state.get("current_node"):
-            out.append([f"Back to {plan.nodes[nid].name}", said["back"].replace("<step>", plan.nodes[nid].name), nid])
+    for nid in plan.success_path:  # going back to a step already done (chosen on the graph), in the words that
+        if nid in done and nid != state.get("current_node"):  # stay a control after the agent asked a question
+            name = plan.nodes[nid].name
+            out.append([f"Back to {name}", said["back"].replace("<step>", f"the '{name}' step"), nid])
     return out
 
 
