@@ -7,6 +7,7 @@ import json
 
 from scenario import IDLE, crash, events, exit_ok, started, told, verdicts
 
+from graph_engine.host import adapter
 from graph_engine.tools.standin import FIXTURES, BeliefStateTracker, Reply, Session, cmd
 
 BUG = "fix the bug in /tmp/test.py"
@@ -141,6 +142,8 @@ def test_a_follow_up_that_means_the_running_plan_keeps_its_step_in_the_call_that
     """A follow-up whose meaning is the running plan's (no phrase of any plan in it) is decided at once: the
     run goes on and the call that carries the message shows the step, not a pause."""
     s = started()
+    for rt in adapter._runtimes.values():  # meaning decides it: its index built, as the warm-up leaves it
+        rt.library.current.meaning_index(wait=True)
     s.run_pass(Reply(final="On it"))
     s.user("the crash happens with an empty list")
     record = s.run_pass(crash())
