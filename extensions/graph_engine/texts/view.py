@@ -73,7 +73,8 @@ def controls(plan: Plan, state: dict[str, Any]) -> list[list[str]]:
     node = plan.nodes.get(state.get("current_node", ""))
     if node is not None and node.type in ("task", "human"):
         out.append(["Skip step", said["skip"], ""])
-    if node is not None and node.type == "task" and _attempt(node, state) and not _attempt(node, state).startswith("1 "):
+    attempt = _attempt(node, state) if node is not None and node.type == "task" else ""
+    if attempt and not attempt.startswith("1 "):  # an attempt used: the step can have them back
         out.append(["Retry step", said["retry"], ""])
     out.append(["Restart", said["restart"], ""])
     done, _ = _marks(plan, state, plan.success_path)

@@ -143,18 +143,28 @@ def _asked(plans: Sequence[Plan], index: Index | None, message: str, domain: str
            answers: dict[str, str]) -> tuple[str, str | None]:
     """Why the host would ask the utility model about this message ("": it would not), and the recorded answer
     to the question it would send (None: none recorded, or not one of the labels)."""
+    why, labels, system, body = _question(plans, index, message, domain, m)
+    if not why:
+        return "", None
+    reply = answers.get(second.prompt_key(system, body))
+    return why, (second.answer(reply, labels) if reply is not None else None)
+
+
+def _question(plans: Sequence[Plan], index: Index | None, message: str, domain: str,
+              m: Any) -> tuple[str, list[str], str, str]:
+    """(why the host would ask, the labels, the system prompt, the message) of the question the host would send
+    about ``message`` (why "" when it would not ask), by ``asking.why_ask``."""
     text = request_text(normalise(message))
     if not text:
-        return "", None
+        return "", [], "", ""
     verdict = index.verdict(text, None, message.lower()) if index is not None else None
     by_id = {p.id: p for p in plans}
     why, labels = asking.why_ask(verdict, m, message, domain, list(by_id), lambda pid: by_id[pid].domains)
     if not why:
-        return "", None
+        return "", [], "", ""
     system, body = second.question([(pid, by_id[pid].name, by_id[pid].description or "") for pid in labels],
                                    message)
-    reply = answers.get(second.prompt_key(system, body))
-    return why, (second.answer(reply, labels) if reply is not None else None)
+    return why, labels, system, body
 
 
 def load_answers(path: str) -> dict[str, str]:
@@ -174,22 +184,16 @@ def questions(plans: Sequence[Plan], cases: Sequence[dict[str, Any]]) -> list[di
     the domain and without), each once: what to answer to record ``answers``."""
     kind_plans = untaught(plans)
     index = index_of(kind_plans)
-    by_id = {p.id: p for p in kind_plans}
     seen: dict[str, dict[str, str]] = {}
     for with_domain in (True, False):
         for c in cases:
             domain = c.get("domain", "") if with_domain else ""
             m = best_match(kind_plans, c["message"], domain, None, index, leave_out=c["message"].lower())
-            text = request_text(normalise(c["message"]))
-            verdict = index.verdict(text, None, c["message"].lower()) if index is not None and text else None
-            why, labels = asking.why_ask(verdict, m, c["message"], domain, list(by_id),
-                                         lambda pid: by_id[pid].domains) if text else ("", [])
+            why, _, system, body = _question(kind_plans, index, c["message"], domain, m)
             if why:
-                system, body = second.question([(pid, by_id[pid].name, by_id[pid].description or "")
-                                                for pid in labels], c["message"])
-                seen.setdefault(second.prompt_key(system, body), {
-                    "prompt_sha256": second.prompt_key(system, body), "message": c["message"], "system": system,
-                    "body": body})
+                key = second.prompt_key(system, body)
+                seen.setdefault(key, {"prompt_sha256": key, "message": c["message"], "system": system,
+                                      "body": body})
     return list(seen.values())
 
 
