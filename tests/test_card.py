@@ -201,7 +201,8 @@ def _history(project) -> list[str]:
 def test_the_key_value_table_holds_the_key_facts(project):
     s, replies = begin(project)
     card = cards(play(s, replies[:5]).log)[0]
-    data = json.loads(card.kvps.pop(component.KEY))  # v1.x: the web UI's component draws the graph from it
+    card.kvps.pop(component.KEY)  # v1.x: the web UI's component draws the graph from it, and the run on it
+    data = json.loads(card.kvps.pop(component.RUN_KEY))
     assert card.kvps == {"Plan": "Bug Fix Workflow", "Run": s.state["run_id"],
                          "Step": "step 3 of 5: Implement the fix", "Done": "3 of 5 steps", "Attempt": "1 of 3",
                          "PACE level": "primary", "Status": "active"}
@@ -265,10 +266,11 @@ def test_a_card_update_sends_only_what_changed(project):
     s.run_pass(replies[2])
     given = {k for k, v in sent[0].items() if v is not None and k != "type"}
     assert len(sent) == 1 and "kvps" not in given and {"Step", "Done"} <= given
-    assert not given & {"Plan", "Run", "PACE level", "Status"}  # unchanged: not sent again
+    assert not given & {"Plan", "Run", "PACE level", "Status", component.KEY}  # unchanged: not sent again
+    assert component.RUN_KEY in given and len(sent[0][component.RUN_KEY]) < len(item.kvps[component.KEY]) / 2  # the run: small
     plan = next(iter(adapter._runtimes.values())).lookup(s.state["plan_id"], s.state["plan_version"])
     heading, content, kvps = card.text(plan, s.state, "primary")
-    kvps[component.KEY] = component.view(plan, s.state, "primary")
+    kvps.update(component.view(plan, s.state, "primary"))
     assert (item.heading, item.content, item.kvps) == (heading, content, kvps)
 
 

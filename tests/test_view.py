@@ -17,9 +17,19 @@ from graph_engine.tools.standin import LIBRARY
 SHIPPED = list(load_library_file(str(LIBRARY)).plans.values())
 
 
+def merged(kvps):
+    """The two values in one, as the web UI extension joins them: each node with its mark, each edge with taken."""
+    drawing, run = json.loads(kvps[view.KEY]), json.loads(kvps[view.RUN_KEY])
+    marks = {letter: word for word, letter in view.MARKS.items()}
+    assert len(run["marks"]) == len(drawing["nodes"])
+    return {**run, "plan": drawing["plan"],
+            "nodes": [[*n, marks[m]] for n, m in zip(drawing["nodes"], run["marks"])],
+            "edges": [[*e, i in run["taken"]] for i, e in enumerate(drawing["edges"])]}
+
+
 def data_of(s):
     plan = next(iter(adapter._runtimes.values())).lookup(s.state["plan_id"], s.state["plan_version"])
-    return json.loads(view.view(plan, s.state, "primary")), plan
+    return merged(view.view(plan, s.state, "primary")), plan
 
 
 def marks(d):
@@ -64,22 +74,23 @@ def test_a_failed_attempt_offers_a_retry_and_an_ended_run_offers_nothing(monkeyp
     s.run_pass(exit_ok())
     ended = s.agent._htn_last_run
     plan = compile_plan("loop", fix_loop_plan(max_retries=2))
-    done = json.loads(view.view(plan, ended, "", "/a0/usr/graph_engine/runs/c/r.svg"))
+    done = merged(view.view(plan, ended, "", "/a0/usr/graph_engine/runs/c/r.svg"))
     assert done["status"] == "completed" and done["controls"] == [] and done["picture"].endswith("r.svg")
-    assert json.loads(view.view(plan, ended, "", "/a0/r.mmd"))["picture"] == ""  # only a picture a browser opens
+    assert merged(view.view(plan, ended, "", "/a0/r.mmd"))["picture"] == ""  # only a picture a browser opens
 
 
 @pytest.mark.parametrize("plan", SHIPPED, ids=lambda p: p.id)
 def test_every_shipped_plan_is_laid_out_and_fits_a_log_item(plan):
     data = view.view(plan, new_state(plan, "m", "m:0", 0))
-    assert data and len(data) <= view.MAX_JSON
-    places = [(n[3], n[4]) for n in json.loads(data)["nodes"]]
+    assert set(data) == {view.KEY, view.RUN_KEY} and all(len(v) <= view.MAX_JSON for v in data.values())
+    nodes = merged(data)["nodes"]
+    places = [(n[3], n[4]) for n in nodes]
     assert len(set(places)) == len(places) == len(plan.nodes)  # every node in a place of its own
-    assert dict(zip([n[0] for n in json.loads(data)["nodes"]], places))[plan.start] == (0, 0)
+    assert dict(zip([n[0] for n in nodes], places))[plan.start] == (0, 0)
 
 
 def test_a_plan_too_large_to_draw_keeps_the_text_card():
     steps = [{"name": f"Step {i}", "verify": {"type": "any_output"}} for i in range(view.MAX_NODES + 1)]
     plan = compile_plan("big", {"name": "Big", "steps": steps})
-    assert view.view(plan, new_state(plan, "m", "m:0", 0)) == ""
-    assert view.view(None, {"status": "active"}) == ""
+    assert view.view(plan, new_state(plan, "m", "m:0", 0)) == {}
+    assert view.view(None, {"status": "active"}) == {}

@@ -887,8 +887,7 @@ def _card_parts(plan: Plan | None, state: dict, pace: str, picture: str) -> tupl
     draws the run from."""
     heading, content, kvps = card.text(plan, state, pace, picture)
     if "helpers.extension" in sys.modules:
-        data = view.view(plan, state, pace, picture)
-        kvps = {**kvps, view.KEY: data} if data else kvps
+        kvps = {**kvps, **view.view(plan, state, pace, picture)}
     return heading, content, kvps
 
 

@@ -282,7 +282,7 @@ def cards(log: Any) -> list[Any]:
 def view(item: Any) -> str:
     """A card as the chat shows it: heading, text, then the key-value table (without the data the web UI's
     component draws the graph from)."""
-    kvps = {k: v for k, v in (item.kvps or {}).items() if k != component.KEY}
+    kvps = {k: v for k, v in (item.kvps or {}).items() if k not in (component.KEY, component.RUN_KEY)}
     width = max(len(k) for k in kvps) if kvps else 0
     table = [f"  {k.ljust(width)}  {v}" for k, v in kvps.items()]
     return "\n".join([item.heading, *("  " + line for line in item.content.splitlines()), *table])

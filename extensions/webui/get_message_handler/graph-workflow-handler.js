@@ -1,11 +1,13 @@
 // The workflow component: Agent-Zero v1.x draws the pack's run card (log items of type "graph_workflow") with it.
-// Everything it shows comes from the item's data (kvps.graph, made by graph_engine/texts/view.py), so it rebuilds
+// Everything it shows comes from the item's data (kvps.graph, the plan's drawing, and kvps.graph_run, the run on
+// it; both made by graph_engine/texts/view.py), so it rebuilds
 // itself after a reload or a restored chat; a button sends the words a person would type, through the chat input.
 import { drawMessageDefault } from "/js/messages.js";
 import { store as inputStore } from "/components/chat/input/input-store.js";
 
 const TYPE = "graph_workflow";
 const ROW = 58, COL = 178, NODE_W = 160, NODE_H = 36, PAD = 10;
+const MARKS = { c: "current", d: "done", s: "skipped", f: "failed", r: "reached", p: "pending" };
 const MARK_TEXT = { current: "current step", done: "done", failed: "failed", skipped: "skipped",
                     pending: "not reached", reached: "where the run ended" };
 
@@ -17,15 +19,11 @@ export default async function registerGraphWorkflowHandler(extData) {
 
 function drawGraphWorkflow(args) {
   const { id, heading, content, kvps } = args;
-  let data = null;
-  try {
-    data = JSON.parse(kvps?.graph || "null");
-  } catch (e) {
-    data = null;
-  }
+  const data = parsed(kvps);
   const table = { ...(kvps || {}) };
   delete table.graph;
-  if (!data || data.v !== 1) {  // not ours, or a version this script does not know: the text card
+  delete table.graph_run;
+  if (!data) {  // not ours, or a version this script does not know: the text card
     return drawMessageDefault({ ...args, kvps: table });
   }
   const drawn = drawMessageDefault({ id, heading, content: "", kvps: null });
@@ -33,6 +31,26 @@ function drawGraphWorkflow(args) {
   host.querySelector(".graph-workflow")?.remove();
   host.appendChild(component(data, String(content ?? "")));
   return drawn;
+}
+
+// The drawing and the run in one value: each node [id, name, kind, row, column, mark], each edge [from, to,
+// condition, taken]; null when either is missing, unreadable or of a version this script does not know.
+function parsed(kvps) {
+  let drawing = null, run = null;
+  try {
+    drawing = JSON.parse(kvps?.graph || "null");
+    run = JSON.parse(kvps?.graph_run || "null");
+  } catch (e) {
+    return null;
+  }
+  if (drawing?.v !== 1 || run?.v !== 1 || typeof run.marks !== "string"
+      || run.marks.length !== drawing.nodes?.length || !Array.isArray(drawing.edges)) {
+    return null;
+  }
+  const taken = new Set(run.taken || []);
+  return { ...run, plan: drawing.plan,
+           nodes: drawing.nodes.map((n, i) => [...n.slice(0, 5), MARKS[run.marks[i]] || "pending"]),
+           edges: drawing.edges.map((e, i) => [...e.slice(0, 3), taken.has(i)]) };
 }
 
 function el(tag, attrs = {}, ...children) {
