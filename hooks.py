@@ -23,7 +23,8 @@ def load_package():
             continue
         loaded = sys.modules.get("graph_engine")
         if loaded is None or Path(getattr(loaded, "__file__", "") or "").resolve() != init.resolve():
-            for name in [n for n in sys.modules if n == "graph_engine" or n.startswith("graph_engine.")]:
+            for name in [n for n in sys.modules
+                         if n in ("graph_engine", "graph_engine_loader") or n.startswith("graph_engine.")]:
                 del sys.modules[name]  # another copy (an earlier version): this folder's files are the ones to run
             spec = importlib.util.spec_from_file_location("graph_engine", str(init),
                                                           submodule_search_locations=[str(init.parent)])

@@ -9,7 +9,7 @@ Rules of this module
 * A step's command is shown as the model must run it: when the check reads the exit status and the
   command does not print it, ``; echo "[exit:$?]"`` is appended, so the model is told once how to report
   its exit status.
-* The texts are pinned by golden files (``fixtures/prompts/``) and proofread by ``tests/test_prompts.py``.
+* The texts are pinned by golden files (``fixtures/prompts/``) and proofread by ``tests/texts/test_prompts.py``.
 """
 
 from __future__ import annotations

@@ -46,6 +46,7 @@ SRC_HOOKS = SRC / "extensions" / "python"  # the three extension files, in the v
 SELECTOR = "_15_htn_plan_selector.py"
 COMPANION = "_75_graph_workflow_context.py"
 WARM_UP = "_90_graph_engine_warm_up.py"
+LOADER = "graph_engine_loader.py"  # beside the hook folders: the one loader the three hook files call
 LIBRARY = "htn_plan_library.json"
 SCHEMA = "plan_library.schema.json"
 PLUGIN = "graph_workflow_engine"
@@ -187,7 +188,7 @@ def plugin_files(src: Path = SRC) -> dict[str, bytes]:
     found += sorted((src / "webui").rglob("*"))
     found += web_ui_files(src)
     found += [hooks / "before_main_llm_call" / SELECTOR, hooks / "message_loop_prompts_after" / COMPANION,
-              hooks / "agent_init" / WARM_UP]
+              hooks / "agent_init" / WARM_UP, hooks / LOADER]
     found += runtime_files(src / "extensions" / "graph_engine")
     found += [src / "extensions" / "graph_engine" / "tools" / name for name in PLUGIN_TOOLS]  # not the CLI
     found += sorted((src / "plan_library").glob("*.json"))
@@ -228,6 +229,7 @@ def payload(layout: Layout, merged: Merged) -> dict[str, bytes]:
         ext / "message_loop_prompts_after" / COMPANION:
             (SRC_HOOKS / "message_loop_prompts_after" / COMPANION).read_bytes(),
         ext / "agent_init" / WARM_UP: (SRC_HOOKS / "agent_init" / WARM_UP).read_bytes(),
+        ext / LOADER: (SRC_HOOKS / LOADER).read_bytes(),
     }
     for path in runtime_files():  # tools/ stays out of Agent-Zero
         files[ext / "graph_engine" / path.relative_to(PACKAGE)] = path.read_bytes()
@@ -601,7 +603,10 @@ for i, path in enumerate(files):
                        if isinstance(v, type) and issubclass(v, Extension) and v is not Extension)
         out["files"][path] = {"classes": found}
         if found:
-            module._load_engine()
+            loader = module._loader(None)
+            if loader is None:
+                raise module._said[0]
+            loader.engine()
     except Exception as exc:
         out["files"][path] = {"error": f"{type(exc).__name__}: {exc}"}
 try:

@@ -1,6 +1,6 @@
 """``make tables``: write the plan language's tables (``kinds``) into the schema's enums and the docs' tables.
 
-The schema (``plan_library/plan_library.schema.json``) and three docs hold generated parts; ``tests/test_kinds.py``
+The schema (``plan_library/plan_library.schema.json``) and three docs hold generated parts; ``tests/core/test_kinds.py``
 fails when one of them is not what this writes, and names this command.  A generated part of a doc sits between
 ``<!-- table:NAME (make tables) -->`` and ``<!-- end table -->``.
 

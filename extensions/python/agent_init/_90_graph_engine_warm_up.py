@@ -5,77 +5,60 @@ starts one background thread that imports the engine, loads and checks the
 plan library, compiles its check patterns and builds its index for matching
 by meaning, so that the first message's pass finds them ready.  A message
 that comes before the thread is done waits for it, and is decided exactly as
-without it.  This file carries the same small package loader as the two hook
-files, because Agent-Zero loads extension files by path.
+without it.  The engine is found through graph_engine_loader.py, beside this
+file's folder.
 """
 
-import importlib
 import importlib.util
-import os
 import sys
-import threading
 from pathlib import Path
 
 try:
     from helpers.extension import Extension  # Agent-Zero v0.9.9+ / v1.x layout
-    _AWAITED = False  # v1.x calls agent_init without awaiting: execute must not return a coroutine
 except ImportError:
     from python.helpers.extension import Extension  # Agent-Zero v0.9.x layout
-    _AWAITED = True  # v0.9.x awaits what execute returns
+
+_said = []
 
 
-def _load_engine():
-    """Import the engine package installed beside the extension folders (not on sys.path here); an import
-    another thread has under way is waited for."""
-    adapter = sys.modules.get("graph_engine.host.adapter")
-    if adapter is not None and getattr(adapter, "IMPORTED", False):  # every pass: no import machinery
-        return adapter
-    if "graph_engine" not in sys.modules:
-        here = Path(__file__).resolve().parent
-        roots = [os.environ.get("GRAPH_ENGINE_HOME", ""), str(here), str(here.parent), str(here.parent.parent)]
-        for root in filter(None, roots):
-            init = Path(root) / "graph_engine" / "__init__.py"
-            if init.is_file():
-                spec = importlib.util.spec_from_file_location(
-                    "graph_engine", str(init), submodule_search_locations=[str(init.parent)])
-                module = importlib.util.module_from_spec(spec)
-                sys.modules["graph_engine"] = module
-                spec.loader.exec_module(module)
-                break
-        else:
-            raise ImportError("package graph_engine not found beside " + str(here) + "; run install_graph_engine.sh")
-    return importlib.import_module("graph_engine.host.adapter")
+def _loader(agent):
+    """The engine's one loader, graph_engine_loader.py beside this file's folder: Agent-Zero runs this file by
+    path, so the loader is found by path too (these lines are the same in the pack's three hook files).  None when
+    it cannot be loaded, said once in the agent's log."""
+    loader = sys.modules.get("graph_engine_loader")
+    if loader is not None:
+        return loader
+    try:
+        path = Path(__file__).resolve().parent.parent / "graph_engine_loader.py"
+        spec = importlib.util.spec_from_file_location("graph_engine_loader", str(path))
+        loader = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(loader)
+    except Exception as exc:  # an incomplete install: the agent's loop goes on
+        if not _said:
+            _said.append(exc)
+            text = f"[HTN] Workflow engine not loaded: {exc}; run install_graph_engine.sh"
+            try:
+                agent.context.log.log(type="warning", heading=text[:120], content=text)
+            except Exception:
+                pass
+        return None
+    return sys.modules.setdefault("graph_engine_loader", loader)
 
 
 class GraphEngineWarmUp(Extension):
     """Starts the engine's warm-up when a chat's first agent is created."""
 
     def execute(self, **kwargs):
-        if getattr(self.agent, "number", 0) == 0:  # a subordinate's chat was warmed with its agent 0
-            threading.Thread(target=_warm, args=(self.agent,), name="graph-engine warm-up", daemon=True).start()
+        loader = _loader(self.agent)
+        if loader is not None:
+            return loader.warm_up(self.agent, __file__, _AWAITED)
         return _nothing() if _AWAITED else None
+
+
+# v0.9.x (its Extension imported from python.helpers) awaits what execute returns; v1.x calls agent_init without
+# awaiting, so it must not get a coroutine
+_AWAITED = sys.modules.get("helpers.extension") is None and sys.modules.get("python.helpers.extension") is not None
 
 
 async def _nothing():
     return None
-
-
-def _warm(agent):
-    try:
-        adapter = _load_engine()
-        adapter.warm_up(agent, __file__)
-    except Exception as exc:  # the first message loads the engine itself
-        _warn_once(agent, f"[HTN] Workflow engine not loaded: {exc}")
-
-
-_warned = set()
-
-
-def _warn_once(agent, text):
-    if text in _warned:
-        return
-    _warned.add(text)
-    try:
-        agent.context.log.log(type="warning", heading=text[:120], content=text)
-    except Exception:
-        pass

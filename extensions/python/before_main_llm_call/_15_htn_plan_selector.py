@@ -7,9 +7,7 @@ message_loop_prompts_after is absent) judges tool results and injects the
 workflow context, one call late but never against the wrong step.
 """
 
-import importlib
 import importlib.util
-import os
 import sys
 from pathlib import Path
 
@@ -18,50 +16,37 @@ try:
 except ImportError:
     from python.helpers.extension import Extension  # Agent-Zero v0.9.x layout
 
+_said = []
 
-def _load_engine():
-    """Import the engine package installed beside the extension folders (not on sys.path here); an import
-    another thread has under way is waited for."""
-    adapter = sys.modules.get("graph_engine.host.adapter")
-    if adapter is not None and getattr(adapter, "IMPORTED", False):  # every pass: no import machinery
-        return adapter
-    if "graph_engine" not in sys.modules:
-        here = Path(__file__).resolve().parent
-        roots = [os.environ.get("GRAPH_ENGINE_HOME", ""), str(here), str(here.parent), str(here.parent.parent)]
-        for root in filter(None, roots):
-            init = Path(root) / "graph_engine" / "__init__.py"
-            if init.is_file():
-                spec = importlib.util.spec_from_file_location(
-                    "graph_engine", str(init), submodule_search_locations=[str(init.parent)])
-                module = importlib.util.module_from_spec(spec)
-                sys.modules["graph_engine"] = module
-                spec.loader.exec_module(module)
-                break
-        else:
-            raise ImportError("package graph_engine not found beside " + str(here) + "; run install_graph_engine.sh")
-    return importlib.import_module("graph_engine.host.adapter")
+
+def _loader(agent):
+    """The engine's one loader, graph_engine_loader.py beside this file's folder: Agent-Zero runs this file by
+    path, so the loader is found by path too (these lines are the same in the pack's three hook files).  None when
+    it cannot be loaded, said once in the agent's log."""
+    loader = sys.modules.get("graph_engine_loader")
+    if loader is not None:
+        return loader
+    try:
+        path = Path(__file__).resolve().parent.parent / "graph_engine_loader.py"
+        spec = importlib.util.spec_from_file_location("graph_engine_loader", str(path))
+        loader = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(loader)
+    except Exception as exc:  # an incomplete install: the agent's loop goes on
+        if not _said:
+            _said.append(exc)
+            text = f"[HTN] Workflow engine not loaded: {exc}; run install_graph_engine.sh"
+            try:
+                agent.context.log.log(type="warning", heading=text[:120], content=text)
+            except Exception:
+                pass
+        return None
+    return sys.modules.setdefault("graph_engine_loader", loader)
 
 
 class HTNPlanSelector(Extension):
     """Plan matching and activation; the workflow engine's before_main_llm_call side."""
 
     async def execute(self, loop_data=None, **kwargs):
-        try:
-            adapter = _load_engine()
-        except Exception as exc:  # the agent's loop must go on
-            _warn_once(self.agent, f"[HTN] Workflow engine not loaded: {exc}")
-            return
-        await adapter.run_hook(self.agent, loop_data, "before_main", __file__)
-
-
-_warned = set()
-
-
-def _warn_once(agent, text):
-    if text in _warned:
-        return
-    _warned.add(text)
-    try:
-        agent.context.log.log(type="warning", heading=text[:120], content=text)
-    except Exception:
-        pass
+        loader = _loader(self.agent)
+        if loader is not None:
+            await loader.run(self.agent, loop_data, "before_main", __file__)
