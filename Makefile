@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-GENERATED := $(shell grep -l "@given" tests/test_*.py 2>/dev/null)
+GENERATED := $(shell grep -l "@given" tests/test_*.py tests/*/test_*.py 2>/dev/null)
 
 .PHONY: demo test test-deep bench prompts tables plugin matcher real-loop real-ui real-loop-bench clean
 
@@ -30,7 +30,7 @@ test-deep: $(STAMP)
 # accept a change to the text the model reads or the card shows: rewrites fixtures/prompts/*.txt and
 # fixtures/cards/*.txt (review the diff)
 prompts: $(STAMP)
-	$(BIN)/python -m pytest tests/test_prompts.py tests/test_card.py --snapshot-update -q
+	$(BIN)/python -m pytest tests/texts/test_prompts.py tests/texts/test_card.py --snapshot-update -q
 
 # write the plan language's tables (extensions/graph_engine/kinds.py) into the schema's enums and the docs' tables
 tables: $(STAMP)

@@ -9,7 +9,10 @@ import threading
 import pytest
 from hypothesis import HealthCheck, settings
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+# the harness (scenario, golden, a0real, ...) and each layer's folder: a test may borrow plans and steps from another
+# folder's module (tests/tools/test_cli_inputs.py uses tests/core/test_properties.py's generated plans)
+sys.path[:0] = [str(HERE), *sorted(str(p) for p in HERE.iterdir() if p.is_dir() and any(p.glob("test_*.py")))]
 
 # Property tests: "ci" (the default, used by `make test`: 60 examples per property, derandomized), "deep"
 # (`make test-deep`: 600 examples, derandomized) and "long" (HYPOTHESIS_PROFILE=long: 2,000 examples, random).

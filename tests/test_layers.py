@@ -49,6 +49,15 @@ def test_every_folder_is_a_known_layer():
     assert [p.name for p in PACKAGE.glob("*.py")] == ["__init__.py"]
 
 
+def test_the_tests_are_in_folders_named_after_the_layers():
+    """tests/<layer>/ holds that layer's tests; tests/ itself the harness, this file and the tests that run the
+    real Agent-Zero (test_real_*.py)."""
+    tests = Path(__file__).resolve().parent
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and any(p.glob("test_*.py"))}
+    assert folders and folders <= set(MAY_IMPORT)
+    assert sorted(p.name for p in tests.glob("test_*.py") if not p.name.startswith("test_real_")) == ["test_layers.py"]
+
+
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_a_module_imports_only_its_layer_and_those_below(path):
     layer = path.parent.name
@@ -74,26 +83,32 @@ def test_the_checker_sees_an_import_from_a_higher_layer(tmp_path):
 
 def writes_to_a_state(path: Path) -> list[str]:
     """Places where a module changes a dict named like a run's state itself (an item set or deleted, a
-    mutating method, an event emitted) instead of calling the core."""
+    mutating method, an event emitted) instead of calling the core, each named by the function it is in."""
+    tree = ast.parse(path.read_text())
+    where = {}
+    for fn in ast.walk(tree):  # outer functions first: an inner function's nodes are named by it
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            where.update({id(n): fn.name for n in ast.walk(fn)})
     found = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(tree):
+        at = where.get(id(node), "<module>")
         targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else \
             [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
         for t in targets:
             if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and "state" in t.value.id:
-                found.append(f"line {node.lineno}: {t.value.id}[...] changed")
+                found.append(f"{at}: {t.value.id}[...] changed")
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                 isinstance(node.func.value, ast.Name) and "state" in node.func.value.id and \
                 node.func.attr in ("pop", "setdefault", "update", "clear", "popitem"):
-            found.append(f"line {node.lineno}: {node.func.value.id}.{node.func.attr}()")
+            found.append(f"{at}: {node.func.value.id}.{node.func.attr}()")
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "emit":
-            found.append(f"line {node.lineno}: emit()")
+            found.append(f"{at}: emit()")
     return found
 
 
 # rebuilding a stored copy from its files is not changing a run: the result is checked like any restored state
-REBUILDS = {"host/journal.py": {"line 97: state[...] changed", "line 98: state.update()"},
-            "host/audit.py": {"line 527: state.pop()"}}
+REBUILDS = {"host/journal.py": {"apply: state[...] changed", "apply: state.update()"},
+            "host/audit.py": {"read_checkpoint: state.pop()"}}
 
 
 @pytest.mark.parametrize("path", [p for p in MODULES if p.parent.name in ("host", "texts")],
@@ -106,5 +121,5 @@ def test_only_the_core_changes_a_run_state(path):
 
 def test_the_state_check_sees_a_write(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text("state['picture'] = p\nraw_state.pop('x')\nemit(state, 'run_resumed')\n")
-    assert writes_to_a_state(bad) == ["line 1: state[...] changed", "line 2: raw_state.pop()", "line 3: emit()"]
+    bad.write_text("state['picture'] = p\ndef f():\n    raw_state.pop('x')\n    def g():\n        emit(state, 'x')\n")
+    assert writes_to_a_state(bad) == ["<module>: state[...] changed", "f: raw_state.pop()", "g: emit()"]

@@ -453,7 +453,7 @@ def test_pictures_can_be_turned_off(project, monkeypatch):
 
 @pytest.mark.parametrize("page, count", [("README.md", 1), ("docs/how-it-works.md", 2)])
 def test_the_readme_shows_the_card_as_the_golden_file_pins_it(page, count):
-    readme = (Path(__file__).resolve().parent.parent / page).read_text()
+    readme = (Path(__file__).resolve().parents[2] / page).read_text()
     block = readme[readme.index("<!-- card:begin -->"):readme.index("<!-- card:end -->")]
     shown = re.findall(r"```\n(.*?)```", block, re.S)
     pinned = (FIXTURES / "cards" / "bugfix_demo.txt").read_text()

@@ -19,8 +19,8 @@ from graph_engine.tools import cli
 from graph_engine.tools.standin import LIBRARY, Reply
 
 jsonschema = pytest.importorskip("jsonschema")
-SCHEMA = json.loads((Path(__file__).parent / "cli_json.schema.json").read_text())
-DOCS = (Path(__file__).parent.parent / "docs" / "plan-authoring.md").read_text()
+SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "cli_json.schema.json").read_text())
+DOCS = (Path(__file__).resolve().parents[2] / "docs" / "plan-authoring.md").read_text()
 
 SPEC_STYLESHEET = '''digraph Pipeline {
     graph [

@@ -191,7 +191,7 @@ VALUES = st.sampled_from(["bugfix_workflow", "test", "start", "p", "fail", "succ
 @pytest.fixture(scope="module")
 def few_cases():
     """`triggers` without --cases scores the bundled labelled set: here a few of its cases that teach no model (so
-    no fold is trained), since this test is about the command line, not the figures (tests/test_triggers.py)."""
+    no fold is trained), since this test is about the command line, not the figures (tests/matching/test_triggers.py)."""
     load = trig.load_cases
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(trig, "load_cases", lambda path: [c for c in load(path) if "split" in c][:24])
