@@ -93,6 +93,18 @@ def test_a_check_compiles_as_its_row_says(check):
             compile_plan("p", fail_if)
 
 
+def test_a_check_that_reads_the_exit_status_has_the_model_print_it(monkeypatch):
+    """Declared in the check's row, not known by name: a new check that reads the status gets the echo too."""
+    monkeypatch.setitem(kinds.CHECKS, "status_new", kinds.Check("status_new", "new", reads_status=True))
+    node = compile_plan("p", {"name": "p", "graph": {"start": "a", "nodes": {
+        "a": {"type": "task", "name": "a", "tool": "code_execution_tool", "tool_hint": "make test",
+              "verify": {"type": "any_output"}},
+        "x": {"type": "exit"}}, "edges": [{"from": "a", "to": "x", "condition": "on_success"}]}}).nodes["a"]
+    for name, says in (("status_new", True), ("exit_code_zero", True), ("any_output", False)):
+        shown = render.command_text(dataclasses.replace(node, verify=dataclasses.replace(node.verify, type=name)))
+        assert shown == "make test" + (render.EXIT_SUFFIX if says else ""), name
+
+
 @pytest.mark.parametrize("kind", list(kinds.NODE_KINDS.values()), ids=lambda k: k.name)
 def test_a_node_kind_is_read_from_its_row_everywhere(kind):
     assert routing.route_kind(kind.name) == kind.route

@@ -71,6 +71,7 @@ class Check:
     needs_value: bool = False  # "value" must be given
     regex: bool = False  # "value" is a regular expression
     reads_output: bool = True  # judges the tool's output (so fail_if can apply)
+    reads_status: bool = False  # judges the command's exit status: the model is told to print it
     doc: str = ""  # when it passes, for the docs' table (Markdown)
 
 
@@ -85,7 +86,7 @@ CHECKS: dict[str, Check] = {c.name: c for c in (
           doc="the regular expression `value` matches nowhere in the output"),
     Check("any_output", "the command prints some output",
           doc='there is output; Agent-Zero\'s "[SYSTEM: No output returned...]" counts as none'),
-    Check("exit_code_zero", "the command exits with status 0",
+    Check("exit_code_zero", "the command exits with status 0", reads_status=True,
           doc="the last `[exit:N]` (or `exit=N` line) printed is 0; an output without a status fails. The model is "
               "told once how to print it: `; echo \"[exit:$?]\"` is appended to the step's command when the command "
               "does not print the status itself, and without a command the check says to end the command with it. "

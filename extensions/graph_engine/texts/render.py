@@ -18,6 +18,7 @@ import re
 from typing import Any
 
 from ..core.control import CONTROLS
+from ..core.kinds import CHECKS
 from ..core.model import Edge, Node, Plan
 from ..core.routing import resolve
 
@@ -54,12 +55,11 @@ def context(plan: Plan, state: dict[str, Any]) -> str:
 
 
 def reads_exit_status(node: Node) -> bool:
-    """The node's check needs the command's exit status printed in the output."""
+    """The node's check needs the command's exit status printed in the output: a check that reads it, or a
+    pattern that looks for the "[exit:" line."""
     v = node.verify
-    if v is None:
-        return False
-    return v.type == "exit_code_zero" or (v.type in ("output_matches", "output_not_matches")
-                                          and "exit" in v.value and "\\[" in v.value)
+    kind = CHECKS.get(v.type) if v is not None else None
+    return kind is not None and (kind.reads_status or (kind.regex and "exit" in v.value and "\\[" in v.value))
 
 
 def command_text(node: Node) -> str:
