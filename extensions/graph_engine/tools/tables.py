@@ -33,10 +33,11 @@ def _yes(flag: bool) -> str:
 
 
 def node_kinds_table() -> str:
-    rows = [f"| `{k.name}` | {k.does} | {_yes(k.rests)} | {_yes(k.terminal)} | `shape={k.dot_shape}`"
+    rows = [f"| `{k.name}` | {k.does} | {_yes(k.rests)} | {_yes(k.terminal)} | "
+            f"{f'`{k.retries}`' if k.route == 'task' and k.rests else ''} | `shape={k.dot_shape}`"
             f"{f' `type={k.name}`' if k.dot_type else ''} |" for k in NODE_KINDS.values()]
-    return "\n".join(["| `type` | what it does | a run waits there | ends the run | DOT |", "|---|---|---|---|---|",
-                      *rows])
+    return "\n".join(["| `type` | what it does | a run waits there | ends the run | `max_retries` when not set | DOT |",
+                      "|---|---|---|---|---|---|", *rows])
 
 
 def checks_table() -> str:
