@@ -5,7 +5,8 @@ Agent-Zero runs each extension file by path, off ``sys.path``, so a hook file ca
 file, by name: each finds this file beside its folder (a few lines, the same in the three) and calls it.  This file
 finds the engine package where the installer puts it (beside the hook folders, or one folder up as in the
 plugin), imports it once (an import another thread has under way is waited for), says once in the agent's log
-when it cannot, and runs the hook.  It is not an extension: Agent-Zero reads only the hook folders.
+when it cannot, and hands the hook the engine (which a hook file then finds by one lookup on every pass).
+It is not an extension: Agent-Zero reads only the hook folders.
 """
 
 import asyncio
@@ -41,14 +42,14 @@ def engine():
     return importlib.import_module("graph_engine.host.adapter")
 
 
-async def run(agent, loop_data, hook, ext_file):
-    """One call of a pass hook ("before_main" or "prompts_after"); never raises into the agent's loop."""
+def adapter(agent):
+    """The engine's host side for a hook call, or None when it cannot be imported (said once; the agent's loop
+    goes on)."""
     try:
-        adapter = engine()
-    except Exception as exc:  # the agent's loop must go on
+        return engine()
+    except Exception as exc:
         warn_once(agent, f"[HTN] Workflow engine not loaded: {exc}")
-        return
-    await adapter.run_hook(agent, loop_data, hook, ext_file)
+        return None
 
 
 def warm_up(agent, ext_file, awaited):

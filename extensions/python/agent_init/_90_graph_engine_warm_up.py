@@ -45,6 +45,16 @@ def _loader(agent):
     return sys.modules.setdefault("graph_engine_loader", loader)
 
 
+def _engine(agent):
+    """The engine's host side: one lookup on every pass once it is imported; the loader imports it the first time
+    (None when it cannot, said once)."""
+    adapter = sys.modules.get("graph_engine.host.adapter")
+    if adapter is not None and getattr(adapter, "IMPORTED", False):
+        return adapter
+    loader = _loader(agent)
+    return loader.adapter(agent) if loader is not None else None
+
+
 class GraphEngineWarmUp(Extension):
     """Starts the engine's warm-up when a chat's first agent is created."""
 

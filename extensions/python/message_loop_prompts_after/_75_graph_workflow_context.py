@@ -43,10 +43,20 @@ def _loader(agent):
     return sys.modules.setdefault("graph_engine_loader", loader)
 
 
+def _engine(agent):
+    """The engine's host side: one lookup on every pass once it is imported; the loader imports it the first time
+    (None when it cannot, said once)."""
+    adapter = sys.modules.get("graph_engine.host.adapter")
+    if adapter is not None and getattr(adapter, "IMPORTED", False):
+        return adapter
+    loader = _loader(agent)
+    return loader.adapter(agent) if loader is not None else None
+
+
 class GraphWorkflowContext(Extension):
     """Keeps the injected workflow context in step with the call that receives it."""
 
     async def execute(self, loop_data=None, **kwargs):
-        loader = _loader(self.agent)
-        if loader is not None:
-            await loader.run(self.agent, loop_data, "prompts_after", __file__)
+        adapter = _engine(self.agent)
+        if adapter is not None:
+            await adapter.run_hook(self.agent, loop_data, "prompts_after", __file__)
