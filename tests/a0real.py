@@ -7,7 +7,9 @@ own message loop with only the model scripted (see `graph_engine.host.a0driver`)
     # turns: a text is a user message, {"nudge": True} the web UI's Nudge, {"load": chat_id} loads the saved
     # chats as Agent-Zero does at start-up; a reply "HANG" is a call that never returns (the process stops
     # there, as a restart would stop it); context_window=N sets the chat model's context length (history is
-    # compressed past 0.7 of it); env=... adds environment variables to the Agent-Zero process
+    # compressed past 0.7 of it); env=... adds environment variables to the Agent-Zero process; a parallel node's
+    # branch agents answer from branch_replies={branch id: [...]}, each chat call after chat_delay seconds (or
+    # {branch id: seconds}, "" for the chat's own agent); run.raw["calls"] says which agent made each call, when
     run.calls[0]                                    # the text the first chat call received
     tree.state(run.chat_id), tree.audit(run.chat_id)  # the saved run state, the audit log's events
     run.hook_seconds("companion")                   # the hook's time per call
@@ -103,14 +105,16 @@ class A0Copy:
     # ── one Agent-Zero process ──────────────────────────────────────────────
     def run(self, turns: list, replies: list[str], context_window: int | None = None,
             utility_reply: str = "[]", env: dict | None = None, timeout: float = 600,
-            utility_rules: list[dict] | None = None, stop_at_write: dict | None = None) -> Run:
+            utility_rules: list[dict] | None = None, stop_at_write: dict | None = None,
+            branch_replies: dict | None = None, chat_delay=0.0) -> Run:
         """Run `turns` (a text is a user message; {"nudge": True}; {"load": chat_id}) in one process.
         ``utility_rules``: utility calls holding a rule's marker get its answer (see graph_engine.host.a0driver)."""
         work = self.root.parent / f"run-{len(list(self.root.parent.glob('run-*')))}"
         work.mkdir()
         spec = {"turns": [{"user": t} if isinstance(t, str) else t for t in turns], "replies": replies,
                 "context_window": context_window, "utility_reply": utility_reply, "timeout": timeout,
-                "utility_rules": utility_rules or [], "stop_at_write": stop_at_write}
+                "utility_rules": utility_rules or [], "stop_at_write": stop_at_write,
+                "branch_replies": branch_replies or {}, "chat_delay": chat_delay}
         (work / "script.json").write_text(json.dumps(spec))
         environ = {**os.environ, "PYTHONPATH": str(self.package_home()), "A0_ROOT": str(self.root),
                    "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}

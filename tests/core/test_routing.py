@@ -257,6 +257,7 @@ def parallel_plan():
 
 @pytest.mark.parametrize("second, end", [(exit_ok, "plan_completed"), (exit_fail, "plan_escalated")])
 def test_branches_run_in_order_and_the_fan_in_routes_on_all_of_them(monkeypatch, tmp_path, second, end):
+    monkeypatch.setenv("GRAPH_ENGINE_PARALLEL_BRANCHES", "off")  # one after another (at once: tests/host)
     use_library(monkeypatch, tmp_path, {"c": parallel_plan()})
     s = started("run all checks")
     assert s.state["current_node"] == "lint"

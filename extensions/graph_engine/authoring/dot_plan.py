@@ -27,7 +27,8 @@ from .dot_spec import HANDLER_TO_NODE, SHAPES, handler_type, lint_graph, node_ty
 SHAPE_OF = {k.name: k.dot_shape for k in NODE_KINDS.values()}
 OUR_NODE_KEYS = ("label", "prompt", "tool", "tool_hint", "max_retries", "pace_level", "reason", "continue_on_fail",
                  "description", "type", "shape", "goal_gate", "retry_target", "fallback_retry_target",
-                 "human.default_choice", "allow_partial", "human.timeout_turns")
+                 "human.default_choice", "allow_partial", "human.timeout_turns", "max_parallel", "sequential",
+                 "fan_in_policy", "quorum", "required")
 GRAPH_PLAN_KEYS = {"triggers": "list", "strong_triggers": "list", "domains": "list", "trigger_threshold": "int",
                    "stale_after_turns": "int", "max_turns": "int", "description": "str", "retry_target": "str",
                    "fallback_retry_target": "str", "examples": "lines", "not_examples": "lines"}
@@ -118,6 +119,16 @@ def _node(attrs: dict[str, Value], ntype: str, htype: str, default_retries: Valu
     for key in ("continue_on_fail", "goal_gate", "allow_partial"):
         if key in attrs:
             node[key] = attrs[key]
+    if ntype == "parallel":
+        for key in ("max_parallel", "sequential"):
+            if key in attrs:
+                node[key] = attrs[key]
+    if ntype == "fan_in":
+        for key in ("fan_in_policy", "quorum"):
+            if key in attrs:
+                node[key] = attrs[key] if key == "quorum" else str(attrs[key])
+        if "required" in attrs:
+            node["required"] = [r.strip() for r in str(attrs["required"]).split(",") if r.strip()]
     retries = attrs.get("max_retries", default_retries if ntype == "task" else None)
     if retries is not None:
         node["max_retries"] = retries
@@ -233,9 +244,12 @@ def to_dot(plan_id: str, raw: dict[str, Any], highlight: dict[str, Any] | None =
         if ntype == "task":
             pairs.append(("prompt", node.get("action", "")))  # an empty prompt stays empty on re-import
         for key in ("tool", "tool_hint", "description", "reason", "pace_level", "max_retries", "continue_on_fail",
-                    "goal_gate", "allow_partial", "retry_target", "fallback_retry_target"):
+                    "goal_gate", "allow_partial", "retry_target", "fallback_retry_target", "max_parallel", "sequential",
+                    "fan_in_policy", "quorum"):
             if key in node:
                 pairs.append((key, node[key]))
+        if node.get("required"):
+            pairs.append(("required", ",".join(node["required"])))
         if "default_choice" in node:
             pairs.append(("human.default_choice", node["default_choice"]))
         if node.get("timeout") and "timeout" not in node.get("_attractor", {}):

@@ -68,7 +68,8 @@ RULES: Mapping[str, tuple[str, str]] = {
     "stylesheet_syntax": (ERROR, "a model_stylesheet that is not 'selector { key: value; }' rules"),
     "fidelity_valid": (WARNING, "a fidelity value outside full, truncate, compact, summary:low|medium|high"),
     "human_options": (ERROR, "a human gate option (edge) without a label"),
-    "parallel_branches": ("info", "which nodes could run in parallel (they run one after another, in edge order)"),
+    "parallel_branches": ("info", "a parallel node's branches and the fan-in they meet at (each branch runs in a "
+                                  "subordinate agent, at once; without a fan-in, one after another)"),
 }
 
 OUTCOMES = ("success", "retry", "exhausted")
@@ -350,9 +351,13 @@ def _shape_rules(plan: Plan) -> list[Diagnostic]:
                                   node=node.id, edge=e, index=_index(plan, e)))
             seen.add(key)
         if node.type == "parallel":
-            found.append(diag("parallel_branches", pid, f"branches {', '.join(e.dst for e in outs)} could run in "
-                              "parallel; they run one after another, in the order listed", "none needed",
-                              node=node.id))
+            fan_in = plan.fan_in_of.get(node.id)
+            found.append(diag("parallel_branches", pid, f"branches {', '.join(e.dst for e in outs)} " + (
+                f"meet at '{fan_in}': each runs in a subordinate agent, at most {node.max_parallel} at once "
+                "(one after another with sequential: true)" if fan_in else
+                "meet at no fan_in node: they run one after another, in the order listed, in the run's own chat"),
+                "none needed" if fan_in else "add a fan_in node every branch reaches, to run them at once",
+                node=node.id))
         if node.type == "human" and any(not e.label for e in outs):
             found.append(diag("human_options", pid, "a human gate's edge has no label, so the user cannot choose it",
                               'label every option, e.g. "[A] Approve"', node=node.id))

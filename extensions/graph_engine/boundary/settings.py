@@ -37,6 +37,7 @@ FIELDS: dict[str, tuple[str, Any]] = {
     "max_plans": ("GRAPH_ENGINE_MAX_PLANS", DEFAULT_MAX_PLANS),
     "utility_model": ("GRAPH_ENGINE_UTILITY_MODEL", True),
     "utility_timeout": ("GRAPH_ENGINE_UTILITY_TIMEOUT", DEFAULT_UTILITY_TIMEOUT),
+    "parallel_branches": ("GRAPH_ENGINE_PARALLEL_BRANCHES", True),
 }
 
 
@@ -49,6 +50,7 @@ class Settings:
     max_plans: int = DEFAULT_MAX_PLANS
     utility_model: bool = True  # ask Agent-Zero's utility model about the messages matching cannot settle
     utility_timeout: float = DEFAULT_UTILITY_TIMEOUT  # seconds its answer is waited for
+    parallel_branches: bool = True  # a parallel node's branches run at once, each in a subordinate agent (v1.x)
     project_library: str = ""  # the chat's project's own library, when the chat is in a project that has one
     problems: tuple[str, ...] = ()
 
@@ -109,7 +111,8 @@ def _seconds(value: Any) -> float:
 
 PARSERS: dict[str, Callable[[Any], Any]] = {"library_path": _text, "project_plans_folder": _folder,
                                             "picture": _picture, "card": _switch, "max_plans": _count,
-                                            "utility_model": _switch, "utility_timeout": _seconds}
+                                            "utility_model": _switch, "utility_timeout": _seconds,
+                                            "parallel_branches": _switch}
 
 
 _ABSENT: set[str] = set()  # helpers modules this process could not import (tried once)

@@ -38,10 +38,10 @@ from typing import Any, Callable, Iterable, Sequence
 
 from . import control
 from .message import CallOutput, Match, allowed, domain_leaves_plan
-from .kinds import RESTING
+from .kinds import BRANCH_OUTCOMES, ENDINGS, RESTING
 from .model import Edge, Node, Plan
-from .state import (MAX_CONSUMED, MAX_CONTEXT_KEYS, MAX_GATE_JUMPS, emit, new_state, push_path, record_shown,
-                    remember, shown_node)
+from .state import (MAX_CONSUMED, MAX_CONTEXT_KEYS, MAX_GATE_JUMPS, branch_state, emit, new_state, push_path,
+                    record_shown, remember, shown_node)
 from .routing import STATUS_OF, accelerator, choice_key, normalise_label, reachable, select_edge
 from .verify import Evidence, Verdict, capture, check, judged_text
 
@@ -74,6 +74,8 @@ class Observation:
     continuation: bool = False  # the new words only say "go on" (``matching.words.is_continuation``)
     names_run_plan: bool = False  # they name the running plan by one of its trigger phrases
     files: dict[str, str] = field(default_factory=dict)  # what the host saw of the paths the current check names
+    concurrent: bool = False  # the host runs a parallel node's branches at once, each in a subordinate agent
+    serial_reason: str = ""  # why it does not (said once, when a run meets a parallel node)
 
     @property
     def pass_key(self) -> str:
@@ -115,6 +117,8 @@ class Run:
     state: dict[str, Any]
     fx: Effects
     now: float = 0.0  # the observation's time (human gates with a timeout)
+    concurrent: bool = False  # the observation's: a parallel node forks into subordinate agents
+    serial_reason: str = ""  # the observation's: why not
 
     @property
     def node(self) -> Node:
@@ -128,12 +132,13 @@ def step(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any] | None
     fx = Effects(texts=texts)
     run = _resume(lookup, state, fx)
     if run is not None:
-        run.now = obs.now
+        run.now, run.concurrent, run.serial_reason = obs.now, obs.concurrent, obs.serial_reason
         _judge(run, obs, _tick(run, obs))
+        _join_when_done(run)
         _gate_timeout(run, obs)
         run = _alive(run)
     paused = False
-    if obs.user_message.strip() and obs.control_seen != obs.message_id:
+    if obs.user_message.strip() and obs.control_seen != obs.message_id and not (run and run.state.get("branch")):
         steered, run = _steer(plans, run, obs, fx)
         if not steered:
             run, paused = _on_message(plans, run, obs, fx)
@@ -408,10 +413,22 @@ def _follow(run: Run, edge: Edge) -> None:
 
 
 def _settle(run: Run) -> None:
-    """Pass through start, checkpoint and decision nodes until a task, a human gate or a terminal node."""
+    """Pass through start, checkpoint and decision nodes until a task, a human gate or a terminal node; a branch's
+    own run ends at its fan-in, and a parallel node forks when the host runs branches at once."""
+    stop = (run.state.get("branch") or {}).get("fan_in")
     for _ in range(MAX_SETTLE_STEPS):
         node = run.node
+        if node.id == stop:
+            failed = run.state.get("last_outcome") in ("retry", "exhausted")
+            _branch_end(run, "fail" if failed else "success", run.state.get("last_failure", "") if failed else "")
+            return
         if node.type in RESTING:
+            return
+        if node.type == "parallel" and _forks(run, node):
+            _fork(run, node)
+            return
+        if node.type == "exit" and run.state.get("branch"):
+            _branch_end(run, "success", f"the branch reached the exit '{node.name}'")
             return
         if node.type == "exit":
             if _goal_gates_hold(run, node):
@@ -509,10 +526,11 @@ def take_option(run: Run, node: Node, edge: Edge, answer: str, how: str) -> None
 
 
 # ── parallel branches, one after another ────────────────────────────────────
-# A single agent works one node at a time, so a parallel node runs its branches (its outgoing edges, in
-# the order they are listed) one after another.  A branch ends when the run reaches a fan-in node; the
-# fan-in then starts the next branch, and after the last one routes on "success" when every branch's
-# last check passed, else on "fail".  A branch that reaches an exit or an escalation ends the run there.
+# Where the host cannot run branches at once (or the parallel node says ``sequential``), the run's own agent
+# runs the branches (its outgoing edges, in the order they are listed) one after another.  A branch ends when
+# the run reaches a fan-in node; the fan-in then starts the next branch, and after the last one routes on
+# "success" when its policy holds (fan_in_passes: a branch failed when its last check did), else on "fail".
+# A branch that reaches an exit or an escalation ends the run there.
 
 
 def _start_branches(run: Run, node: Node) -> Edge | None:
@@ -520,6 +538,10 @@ def _start_branches(run: Run, node: Node) -> Edge | None:
     branches = [e.dst for e in run.plan.out_edges.get(node.id, ())]
     if not branches:
         return None
+    if run.serial_reason and not node.sequential and not s.get("branch") and node.id in run.plan.fan_in_of:
+        run.fx.log("info", f"[HTN] Workflow '{run.plan.name}': the branches of '{node.name}' run one after another "
+                           f"in this chat ({run.serial_reason})")
+    branches = list(dict.fromkeys(branches))
     s.setdefault("parallel", []).append({"node": node.id, "pending": branches[1:], "failed": []})
     emit(s, "parallel_started", node=node.id, branches=branches)
     return Edge(src=node.id, dst=branches[0], condition="branch")
@@ -532,19 +554,218 @@ def _next_branch(run: Run, node: Node) -> Edge | None:
         edge, _, _ = select_edge(run.plan, node.id, {"status": "success"}, s.get("context", {}), "decision")
         return edge
     frame = frames[-1]
-    if s.get("last_outcome") in ("retry", "exhausted"):
-        frame["failed"].append(s["path"][-2] if len(s.get("path", [])) > 1 else node.id)
+    branches = list(dict.fromkeys(e.dst for e in run.plan.out_edges.get(frame["node"], ())))
+    at = len(branches) - len(frame["pending"]) - 1  # the branch that just reached the fan-in
+    if s.get("last_outcome") in ("retry", "exhausted") and 0 <= at < len(branches):
+        frame["failed"].append(branches[at])
     if frame["pending"]:
         nxt = frame["pending"].pop(0)
         emit(s, "parallel_branch", node=frame["node"], branch=nxt)
         return Edge(src=node.id, dst=nxt, condition="branch")
     frames.pop()
-    status = "fail" if frame["failed"] else "success"
-    emit(s, "parallel_joined", node=node.id, failed=frame["failed"])
-    s["last_outcome"] = "exhausted" if frame["failed"] else "success"
+    outcomes = {b: "fail" if b in frame["failed"] else "success" for b in branches}
+    passed = fan_in_passes(node, outcomes)
+    status = "success" if passed else "fail"
+    emit(s, "parallel_joined", node=node.id, failed=frame["failed"], policy=node.fan_in_policy, passed=passed)
+    s["last_outcome"] = "success" if passed else "exhausted"
     edge, _, _ = select_edge(run.plan, node.id, {"status": status}, s.get("context", {}), "decision")
     return edge
 
+
+
+# ── parallel branches at the same time (a fork) ────────────────────────────
+# Where the host runs subordinate agents at once (Observation.concurrent), a parallel node forks: each branch
+# (each outgoing edge, up to the fan-in they all meet at, Plan.fan_in_of) becomes a run of its own, the branch's
+# state (state.branch_state), kept in the parent's ``fork`` and driven by its own subordinate agent, which the
+# host starts, at most ``max_parallel`` at once.  The parent rests on the parallel node meanwhile; the host
+# reports each branch's passes (branch_progress: its new events are copied into the parent's, in order) and its
+# agent's final answer (branch_returned).  When every branch has an outcome the fan-in routes the parent on its
+# policy (fan_in_passes), and the parent's next step is shown each branch's outcome, last check and answer.
+
+MAX_ANSWER = 2_000  # characters of a branch agent's final answer kept in the parent's state
+
+
+def fan_in_passes(node: Node, outcomes: dict[str, str]) -> bool:
+    """Whether a fan-in routes on success, given each branch's outcome (kinds.FAN_IN_POLICIES)."""
+    won = sum(1 for o in outcomes.values() if o == "success")
+    if node.fan_in_policy == "any":
+        return won > 0
+    if node.fan_in_policy == "quorum":
+        return won >= max(1, node.quorum)
+    if node.fan_in_policy == "required":
+        return all(outcomes.get(b) == "success" for b in node.required)
+    return won == len(outcomes)
+
+
+def _forks(run: Run, node: Node) -> bool:
+    return (run.concurrent and not node.sequential and not run.state.get("branch")
+            and node.id in run.plan.fan_in_of)
+
+
+def _fork(run: Run, node: Node) -> None:
+    s, plan = run.state, run.plan
+    fan_in = plan.fan_in_of[node.id]
+    branches = []
+    for first in dict.fromkeys(e.dst for e in plan.out_edges.get(node.id, ())):
+        sub = Run(plan=plan, state=branch_state(plan, s, node.id, fan_in, first), fx=Effects(texts=run.fx.texts))
+        _settle(sub)  # a branch may begin with a decision, or meet the fan-in at once
+        run.fx.logs.extend(sub.fx.logs)
+        branches.append({"id": first, "run": sub.state["run_id"], "status": _finished(sub.state) or "pending",
+                         "state": sub.state, "answer": "", "reason": _end_reason(sub.state), "seen": 0})
+    s["fork"] = {"node": node.id, "fan_in": fan_in, "max_parallel": node.max_parallel, "branches": branches}
+    emit(s, "parallel_started", node=node.id, branches=[b["id"] for b in branches], concurrent=True,
+         max_parallel=node.max_parallel)
+    s["turns_since_transition"], s["route_note"] = 0, ""
+
+
+def _branch_end(run: Run, outcome: str, reason: str) -> None:
+    """A branch's own run ends: at its fan-in, an exit, an escalation, or a limit.  Its agent is told to answer."""
+    s = run.state
+    name = run.plan.nodes[s["branch"]["id"]].name
+    emit(s, "branch_finished", node=s["current_node"], outcome=outcome, reason=reason)
+    s["status"] = {"success": "completed", "escalated": "escalated", "expired": "expired"}.get(outcome, "ended")
+    run.fx.log("info" if outcome == "success" else "warning",
+               f"[HTN] Branch '{name}' of workflow '{run.plan.name}' finished: {outcome}"
+               + (f" ({reason})" if reason else ""))
+    _finish(run, s["status"], run.fx.texts.branch_done_notice(run.plan, s, outcome, reason))
+
+
+def _finished(sub: dict[str, Any]) -> str:
+    """A branch state's outcome once its run ended (its branch_finished event), else ""."""
+    if sub.get("status", "active") == "active":
+        return ""
+    end = next((e for e in reversed(sub.get("events") or ()) if e.get("type") == "branch_finished"), None)
+    return end.get("outcome", "fail") if end else "fail"
+
+
+def _end_reason(sub: dict[str, Any]) -> str:
+    end = next((e for e in reversed(sub.get("events") or ()) if e.get("type") in ENDINGS), None)
+    return str(end.get("reason", "")) if end else ""
+
+
+def _branch_of(state: dict[str, Any], branch_id: str) -> dict[str, Any] | None:
+    fork = state.get("fork") if isinstance(state, dict) else None
+    return next((b for b in fork["branches"] if b["id"] == branch_id), None) if fork else None
+
+
+def branch_started(state: dict[str, Any], branch_id: str) -> tuple[dict[str, Any], bool] | None:
+    """The host starts the subordinate agent of a branch: (its state, whether it was started before: a restart
+    stopped its first agent), or None when the branch has an outcome already (or is no branch of the fork)."""
+    b = _branch_of(state, branch_id)
+    if b is None or b["status"] in BRANCH_OUTCOMES:
+        return None
+    again = b["status"] == "running"
+    b["status"] = "running"
+    emit(state, "branch_started", node=branch_id, branch=branch_id, run=b["run"], **({"again": True} if again else {}))
+    return b["state"], again
+
+
+def branch_progress(state: dict[str, Any], branch_id: str, sub: dict[str, Any]) -> bool:
+    """A pass of a branch's agent: its state is kept in the parent's fork, and its new events are copied into the
+    parent's (each with ``branch``), so the parent's audit log holds every branch's lines in the order they came.
+    False when ``sub`` is not that branch's run."""
+    b = _branch_of(state, branch_id)
+    if b is None or not isinstance(sub, dict) or sub.get("run_id") != b["run"]:
+        return False
+    seen = b.get("seen", 0)
+    for event in sub.get("events") or ():
+        if event.get("seq", 0) > seen and event.get("type") not in ENDINGS and event.get("type") != "plan_activated":
+            emit(state, event["type"], **{k: v for k, v in event.items() if k not in ("type", "seq", "turn")},
+                 branch=branch_id)
+    b["seen"], b["state"] = max(seen, sub.get("seq", 0)), sub
+    return True
+
+
+def branch_returned(state: dict[str, Any], branch_id: str, sub: dict[str, Any] | None, answer: str,
+                    problem: str = "") -> str:
+    """A branch's agent answered (its monologue returned), or failed (``problem``): the branch's outcome, recorded
+    once; "" when it had one already."""
+    b = _branch_of(state, branch_id)
+    if b is None or b["status"] in BRANCH_OUTCOMES:
+        return ""
+    if sub is not None:
+        branch_progress(state, branch_id, sub)
+    outcome = _finished(b["state"]) if isinstance(b.get("state"), dict) else ""
+    reason = _end_reason(b["state"]) if outcome else (problem or "its agent answered before the branch reached "
+                                                                 "the fan-in")
+    b["status"], b["reason"], b["answer"] = outcome or "fail", reason, answer[:MAX_ANSWER]
+    emit(state, "branch_returned", node=branch_id, branch=branch_id, outcome=b["status"], reason=reason,
+         answer=answer[:200])
+    return b["status"]
+
+
+def stop_branches(state: dict[str, Any]) -> list[str]:
+    """The person stopped the workflow: every branch without an outcome is stopped (the host stops its agent)."""
+    stopped = []
+    for b in (state.get("fork") or {}).get("branches", ()):
+        if b["status"] not in BRANCH_OUTCOMES:
+            b["status"], b["reason"] = "stopped", "stopped by the user"
+            stopped.append(b["id"])
+    return stopped
+
+
+def _join_when_done(run: Run) -> None:
+    """The fork's branches all have an outcome: the fan-in routes.  A fork the host can no longer run at once (the
+    setting turned off, or a host without subordinates) runs its branches one after another from the start."""
+    fork = run.state.get("fork")
+    if not fork or run.state.get("status", "active") != "active":
+        return
+    if not run.concurrent:
+        run.state["fork"] = None
+        edge = _start_branches(run, run.plan.nodes[fork["node"]])
+        if edge is not None:
+            _follow(run, edge)
+            _settle(run)
+        return
+    if all(b["status"] in BRANCH_OUTCOMES for b in fork["branches"]):
+        _join(run, fork)
+
+
+def _join(run: Run, fork: dict[str, Any]) -> None:
+    s, plan = run.state, run.plan
+    fan_in = plan.nodes[fork["fan_in"]]
+    outcomes = {b["id"]: b["status"] for b in fork["branches"]}
+    passed = fan_in_passes(fan_in, outcomes)
+    for b in fork["branches"]:
+        _absorb(run, b.get("state"))
+    s["fork"] = None
+    emit(s, "parallel_joined", node=fan_in.id, failed=[i for i, o in outcomes.items() if o != "success"],
+         outcomes=outcomes, policy=fan_in.fan_in_policy, passed=passed)
+    _follow(run, Edge(src=fork["node"], dst=fan_in.id, condition="branches"))
+    status = "success" if passed else "fail"
+    s["outcome"], s["last_outcome"] = {"status": status}, "success" if passed else "exhausted"
+    s["last_failure"] = "" if passed else run.fx.texts.fan_in_failure(fan_in, outcomes)
+    note = run.fx.texts.fan_in_note(plan, fan_in, fork["branches"], passed)
+    emit(s, "decision_routed", node=fan_in.id, outcome=s["last_outcome"])
+    edge, _, _ = select_edge(plan, fan_in.id, {"status": status}, s.get("context", {}), "decision", explain=False)
+    if edge is None:
+        _stall(run, fan_in, status, s["last_failure"] or "the branches joined")
+    else:
+        _follow(run, edge)
+        _settle(run)
+    if run.fx.ended:
+        run.fx.context = note + "\n\n" + (run.fx.context or "")
+    else:
+        s["route_note"] = note
+
+
+def _absorb(run: Run, sub: Any) -> None:
+    """A joined branch's steps count in the parent: their outcomes, progress and captured values (the attempts
+    behind them are in the branch's own log)."""
+    if not isinstance(sub, dict):
+        return
+    s, plan = run.state, run.plan
+    for nid, entry in (sub.get("visited") or {}).items():
+        node = plan.nodes.get(nid)
+        if node is None or node.type != "task" or entry.get("attempts", 0) == 0:
+            continue
+        mine = s["visited"].setdefault(nid, {"outcome": "pending", "attempts": 0, "failures": 0})
+        mine["outcome"], mine["attempts"] = entry.get("outcome", "pending"), max(mine["attempts"], 1)
+        if entry.get("completed"):
+            _count_progress(run, node)
+        elif entry.get("outcome") == "fail" and nid not in s["steps_failed"]:
+            s["steps_failed"].append(nid)
+    _update_context(s, sub.get("context") or {})
 
 
 def _goal_gates_hold(run: Run, exit_node: Node) -> bool:
@@ -588,6 +809,9 @@ def _complete(run: Run, node: Node) -> None:
 def _escalate(run: Run, node: Node, reason: str = "") -> None:
     s = run.state
     reason = reason or node.reason or node.name
+    if s.get("branch"):  # the fan-in's policy decides what a branch's escalation does to the run
+        _branch_end(run, "escalated", f"{reason} (PACE {node.pace_level})")
+        return
     emit(s, "plan_escalated", node=node.id, reason=reason, pace_level=node.pace_level)
     run.fx.log("warning", f"[HTN] Workflow '{run.plan.name}' escalated to PACE {node.pace_level} at "
                           f"{run.fx.texts.stopped_at(run.plan, s)}: {reason}")
@@ -768,6 +992,9 @@ def _withdraw(run: Run, reason: str) -> None:
 
 
 def _end(run: Run, title: str, reason: str) -> None:
+    if run.state.get("branch"):
+        _branch_end(run, "expired" if title == "EXPIRED" else "fail", reason)
+        return
     emit(run.state, "plan_ended" if title == "ENDED" else "plan_expired", node=run.state["current_node"],
          reason=reason)
     run.state["status"] = title.lower()
@@ -787,7 +1014,7 @@ def _activate(match: Match, obs: Observation, fx: Effects, said: str = "") -> Ru
     name (``said``: the user's words)."""
     plan, hits = match.plan, match.hits
     state = new_state(plan, obs.monologue, obs.pass_key, obs.global_turn)
-    run = Run(plan=plan, state=state, fx=fx, now=obs.now)
+    run = Run(plan=plan, state=state, fx=fx, now=obs.now, concurrent=obs.concurrent, serial_reason=obs.serial_reason)
     why = {} if match.meaning is None else {"meaning": {"score": round(match.meaning.total, 3),
                                                        "example": match.meaning.example}}
     by = {"by": "user", "said": said} if said else {"stage": match.stage, "cost_ms": match.cost_ms}
@@ -871,7 +1098,8 @@ def _said(run: Run, ctl: control.Control, **fields: Any) -> None:
 
 
 def _stop(run: Run, ctl: control.Control) -> bool:
-    _said(run, ctl)
+    stopped = stop_branches(run.state)
+    _said(run, ctl, **({"branches": stopped} if stopped else {}))
     run.state["status"] = "stopped"
     _finish(run, "stopped", run.fx.texts.stopped_notice(run.state, run.plan))
     return True
@@ -901,6 +1129,10 @@ def _resume_paused(run: Run, ctl: control.Control) -> bool:
 
 def _skip(run: Run, ctl: control.Control) -> bool:
     s, node = run.state, run.node
+    if node.type == "parallel":
+        _answer(run, run.fx, run.fx.texts.control_line(f"'{node.name}' runs its branches in subordinate agents and "
+                                                       "cannot be skipped; say \"stop the workflow\" to stop them all."))
+        return True
     if node.type == "human":
         edge = match_answer(run.plan, node, node.default_choice) if node.default_choice else None
         if edge is None:
@@ -980,7 +1212,7 @@ def _reopen(run: Run, target: str) -> list[str]:
         for key in ("steps_completed", "steps_failed", "steps_skipped"):
             s[key] = [n for n in s.get(key, []) if n not in gone]
         s["current_step"] = min(len(s["steps_completed"]), plan.total_steps)
-        s["parallel"] = []  # a jump leaves any branches under way
+        s["parallel"], s["fork"] = [], None  # a jump leaves any branches under way
         for n in ("gate_jumps", "attempts_restored"):
             if isinstance(s.get(n), dict):
                 s[n] = {k: v for k, v in s[n].items() if k not in gone}
@@ -1000,8 +1232,8 @@ def _reopen(run: Run, target: str) -> list[str]:
 def _retry(run: Run, ctl: control.Control) -> bool:
     s, node = run.state, run.node
     if node.type != "task":
-        _answer(run, run.fx, run.fx.texts.control_line(f"'{node.name}' is a question for the user; it has no attempts to "
-                                                 "give back."))
+        what = "runs its branches in subordinate agents" if node.type == "parallel" else "is a question for the user"
+        _answer(run, run.fx, run.fx.texts.control_line(f"'{node.name}' {what}; it has no attempts to give back."))
         return True
     given = s.setdefault("attempts_restored", [])
     if node.id in given:

@@ -46,9 +46,11 @@ NODE_KINDS: dict[str, NodeKind] = {k.name: k for k in (
              dot_type=True, picture="cylinder", mermaid=("[(", ")]")),
     NodeKind("human", "a question for the person; each outgoing edge's label is an answer", "human", rests=True,
              dot_shape="hexagon", picture="hexagon", fill="#e2d9f3", mermaid=("{{", "}}")),
-    NodeKind("parallel", "its outgoing edges are branches, run one after another up to their fan-in", "branches",
-             dot_shape="component", picture="component"),
-    NodeKind("fan_in", "where the branches meet; routes like a decision on how they went", "decision",
+    NodeKind("parallel", "its outgoing edges are branches, run up to their fan-in at the same time, each by a "
+             "subordinate agent of its own (one after another with `sequential` or where subordinates cannot run at "
+             "once)", "branches", dot_shape="component", picture="component"),
+    NodeKind("fan_in", "where the branches meet; routes on success or fail as its `fan_in_policy` reads how they "
+             "went", "decision",
              dot_shape="tripleoctagon", picture="tripleoctagon"),
 )}
 NODE_TYPES = tuple(NODE_KINDS)
@@ -100,6 +102,24 @@ CHECKS: dict[str, Check] = {c.name: c for c in (
 VERIFY_TYPES = tuple(CHECKS)
 DEFAULT_CHECK = "any_output"
 
+# ── fan-in policies ─────────────────────────────────────────────────────────
+
+
+@dataclass(frozen=True)
+class FanInPolicy:
+    name: str
+    passes: str  # when the fan-in routes on success (Markdown, for the docs)
+
+
+FAN_IN_POLICIES: dict[str, FanInPolicy] = {p.name: p for p in (
+    FanInPolicy("all", "every branch succeeded (the default)"),
+    FanInPolicy("any", "at least one branch succeeded"),
+    FanInPolicy("quorum", "at least `quorum` branches succeeded"),
+    FanInPolicy("required", "every branch named in `required` (by its first node's id) succeeded; the others may fail"),
+)}
+DEFAULT_MAX_PARALLEL = 4  # branches run at once when the parallel node does not say (Attractor's default)
+BRANCH_OUTCOMES = ("success", "fail", "escalated", "expired", "stopped")  # how a branch ended
+
 # ── edges, outcomes, runs ───────────────────────────────────────────────────
 
 CONDITIONS = ("on_success", "on_fail", "on_retry", "on_exhaust", "always")
@@ -134,7 +154,10 @@ EVENTS: dict[str, Event] = {e.name: e for e in (
     Event("goal_gate_failed", "a goal gate cannot hold: the run ends"),
     Event("parallel_started", "a parallel node's branches begin"),
     Event("parallel_branch", "the next branch begins"),
-    Event("parallel_joined", "the branches met at their fan-in"),
+    Event("parallel_joined", "the branches met at their fan-in (each one's outcome, the policy's verdict)"),
+    Event("branch_started", "a branch's subordinate agent started (or started again after a restart)"),
+    Event("branch_returned", "a branch's subordinate agent answered: the branch's outcome and final answer"),
+    Event("branch_finished", "a branch's own run reached its fan-in, an exit or an escalation", ends_run=True),
     Event("human_answered", "the person answered a gate"),
     Event("human_reasked", "an answer matched no option: the gate asks again"),
     Event("human_unanswered", "a gate got no answer it could use: its default is taken"),

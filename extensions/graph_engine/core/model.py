@@ -22,8 +22,8 @@ from .routing import ConditionError, parse_condition, success_target
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
-from .kinds import (CHECKS, CONDITIONS, DEFAULT_CHECK, NODE_TYPES, ON_FAIL_ACTIONS, PACE_LEVELS, RESTING, TERMINAL,
-                    VERIFY_TYPES, node_kind)
+from .kinds import (CHECKS, CONDITIONS, DEFAULT_CHECK, DEFAULT_MAX_PARALLEL, FAN_IN_POLICIES, NODE_TYPES,
+                    ON_FAIL_ACTIONS, PACE_LEVELS, RESTING, TERMINAL, VERIFY_TYPES, node_kind)
 
 DEFAULT_STALE_GRAPH = 15
 DEFAULT_STALE_LINEAR = 10
@@ -94,6 +94,11 @@ class Node:
     default_choice: str = ""  # human gates: the option taken when the answer matches none, asked twice
     timeout: float = 0.0  # human gates: seconds without an answer before the default is taken (or it escalates)
     timeout_turns: int = 0  # human gates: the same, counted in turns
+    max_parallel: int = DEFAULT_MAX_PARALLEL  # parallel nodes: branches run at once
+    sequential: bool = False  # parallel nodes: branches one after another in the run's own chat
+    fan_in_policy: str = "all"  # fan-in nodes: what the branches must have done for the success route
+    quorum: int = 0  # fan-in nodes with the quorum policy: branches that must succeed
+    required: tuple[str, ...] = ()  # fan-in nodes with the required policy: the branches (first node ids) that must
 
 
 @dataclass(frozen=True)
@@ -143,6 +148,13 @@ class Plan:
     def success_index(self) -> Mapping[str, int]:
         """Position of each success-path task node (lookups stay O(1) in long plans)."""
         return MappingProxyType({nid: i for i, nid in enumerate(self.success_path)})
+
+    @cached_property
+    def fan_in_of(self) -> Mapping[str, str]:
+        """Each parallel node's fan-in: the first fan-in node every one of its branches reaches (none: its
+        branches run one after another, as they always could)."""
+        return MappingProxyType({nid: f for nid, n in self.nodes.items() if n.type == "parallel"
+                                 for f in [_meeting_fan_in(self.nodes, self.out_edges, nid)] if f})
 
     @property
     def all_triggers(self) -> tuple[str, ...]:
@@ -281,8 +293,30 @@ def _compile_node(plan_id: str, nid: str, spec: Any, where: str) -> Node:
         max_retries=_int(plan_id, spec.get("max_retries", node_kind(ntype).retries), f"{where}.max_retries", 0),
         pace_level=pace, timeout=float(timeout),
         timeout_turns=_int(plan_id, spec.get("timeout_turns", 0), f"{where}.timeout_turns", 0),
-        **flags, **refs, **texts,
+        **_branch_fields(plan_id, spec, where), **flags, **refs, **texts,
     )
+
+
+def _branch_fields(plan_id: str, spec: dict, where: str) -> dict[str, Any]:
+    """A parallel node's ``max_parallel`` and ``sequential``; a fan-in's ``fan_in_policy``, ``quorum``, ``required``."""
+    out: dict[str, Any] = {"max_parallel": _int(plan_id, spec.get("max_parallel", DEFAULT_MAX_PARALLEL),
+                                                f"{where}.max_parallel", 1)}
+    sequential = spec.get("sequential", False)
+    _expect(isinstance(sequential, bool), plan_id, f"{where}.sequential", "must be true or false",
+            "write true to run the branches one after another")
+    policy = spec.get("fan_in_policy", "all")
+    _expect(policy in FAN_IN_POLICIES, plan_id, f"{where}.fan_in_policy", f"unknown fan-in policy {policy!r}",
+            f"use one of {', '.join(FAN_IN_POLICIES)}", rule="fan_in_policy")
+    quorum = _int(plan_id, spec.get("quorum", 1 if policy == "quorum" else 0), f"{where}.quorum", 0)
+    required = spec.get("required", [])
+    if isinstance(required, str):  # DOT: required="lint,test"
+        required = [r.strip() for r in required.split(",") if r.strip()]
+    _expect(isinstance(required, list) and all(isinstance(r, str) and r for r in required), plan_id,
+            f"{where}.required", "must be a list of branch ids (each branch's first node)", 'write ["lint", "test"]')
+    _expect(policy != "required" or required, plan_id, f"{where}.required",
+            "the required policy names no branch", "list the branches that must succeed", rule="fan_in_policy")
+    out.update(sequential=sequential, fan_in_policy=policy, quorum=quorum, required=tuple(required))
+    return out
 
 
 def _compile_edge(plan_id: str, raw: Any, nodes: Mapping[str, Node], where: str) -> Edge:
@@ -389,7 +423,8 @@ def _compile_regex(plan_id: str, value: str, flags: Any, where: str) -> re.Patte
 
 
 def _success_path(nodes: Mapping[str, Node], out_edges: Mapping[str, tuple[Edge, ...]], start: str) -> tuple[str, ...]:
-    """Task nodes met when every check passes: the steps that progress counts."""
+    """Task nodes met when every check passes: the steps that progress counts.  A parallel node's branches count
+    each, in the order listed, up to the fan-in they meet at; the path goes on from there."""
     path: list[str] = []
     seen: set[str] = set()
     current: str | None = start
@@ -400,8 +435,42 @@ def _success_path(nodes: Mapping[str, Node], out_edges: Mapping[str, tuple[Edge,
             path.append(current)
         if node.type in TERMINAL:
             break
+        fan_in = _meeting_fan_in(nodes, out_edges, current) if node.type == "parallel" else ""
+        if fan_in:
+            for edge in out_edges.get(current, ()):
+                branch: str | None = edge.dst
+                while branch is not None and branch != fan_in and branch not in seen:
+                    seen.add(branch)
+                    if nodes[branch].type == "task":
+                        path.append(branch)
+                    if nodes[branch].type in TERMINAL:
+                        break
+                    branch = success_target(out_edges.get(branch, ()), nodes[branch].type)
+            current = fan_in
+            continue
         current = success_target(out_edges.get(current, ()), node.type)
     return tuple(path)
+
+
+def _meeting_fan_in(nodes: Mapping[str, Node], out_edges: Mapping[str, tuple[Edge, ...]], parallel: str) -> str:
+    """The nearest fan-in node every branch of ``parallel`` reaches (by any edges, not through another parallel
+    node's fan-in), or "" when they meet at none."""
+    branches = [e.dst for e in out_edges.get(parallel, ())]
+    if not branches:
+        return ""
+    reach: list[dict[str, int]] = []
+    for first in branches:
+        dist, queue = {first: 0}, [first]
+        for nid in queue:  # breadth first: the list grows as it is read
+            if nodes[nid].type == "fan_in":
+                continue  # a branch ends at the first fan-in it meets
+            for e in out_edges.get(nid, ()):
+                if e.dst not in dist and e.dst != parallel:
+                    dist[e.dst] = dist[nid] + 1
+                    queue.append(e.dst)
+        reach.append({n: d for n, d in dist.items() if nodes[n].type == "fan_in"})
+    common = set(reach[0]).intersection(*reach[1:])
+    return min(common, key=lambda n: (max(r[n] for r in reach), n)) if common else ""
 
 
 # ── small validators ────────────────────────────────────────────────────────

@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, Callable, Iterable, Iterator
 
-from .kinds import PASS_THROUGH, RESTING, RUN_STATUSES
+from .kinds import BRANCH_OUTCOMES, PASS_THROUGH, RESTING, RUN_STATUSES
 from .model import Plan
 from .routing import reachable
 from .plain import NotPlain, as_text, copy_plain
@@ -71,6 +71,19 @@ def new_state(plan: Plan, monologue: str, pass_key: str, global_turn: int) -> di
         "provisional": None,  # {"key", "started"}: decided from trigger phrases alone, the selector confirms
         **control_fields(),
     }
+
+
+def branch_state(plan: Plan, parent: dict[str, Any], fork_node: str, fan_in: str, first: str) -> dict[str, Any]:
+    """The run of one branch of a fork: the parent's plan version from the branch's first node up to the fan-in
+    (``branch``: which run, fork and branch it is), driven by a subordinate agent of its own."""
+    state = new_state(plan, "", "", 0)
+    state.update(current_node=first, max_turns=parent.get("max_turns", 0) or plan.max_turns,
+                 branch={"parent": parent.get("run_id", ""), "id": first, "fork": fork_node, "fan_in": fan_in})
+    emit(state, "plan_activated", node=first, plan=plan.id, version=plan.version, triggers=[], by="branch",
+         branch=first, parent=parent.get("run_id", ""))
+    push_path(state, first)
+    emit(state, "node_entered", node=first)
+    return state
 
 
 # ── the fields the user's controls keep (see control.py and engine's "the user's controls") ─────────────
@@ -195,6 +208,15 @@ OUTCOME_KEYS = {"status": TEXT, "preferred_label": TEXT, "suggested_next_ids": T
 ESCALATION_KEYS = {"node": TEXT, "reason": TEXT, "pace_level": TEXT, "turn": INT}
 
 
+def _branch_entry(b: Any) -> bool:
+    """One branch of a fork: {id, run, status, state (its own run, of a state's shape), answer, reason, seen}."""
+    return (isinstance(b, dict) and set(b) == {"id", "run", "status", "state", "answer", "reason", "seen"}
+            and all(isinstance(b[k], str) for k in ("id", "run", "answer", "reason"))
+            and b["status"] in BRANCH_STATUSES and _is_int(b["seen"]) and b["seen"] >= 0
+            and isinstance(b["state"], dict) and isinstance(b["state"].get("branch"), dict)
+            and not b["state"].get("fork") and problem_with(b["state"]) == "")
+
+
 def _keys_of(kinds: dict[str, Shape]) -> Callable[[Any], bool]:
     """A dict whose keys are among ``kinds``, each value of its shape."""
     return lambda v: isinstance(v, dict) and all(k in kinds and kinds[k][1](x) for k, x in v.items())
@@ -228,6 +250,12 @@ SHAPES: dict[str, Shape] = {
     "gate_jumps": ("a dict of node ids and counts", lambda v: isinstance(v, dict) and all(
         _is_int(x) for x in v.values())),
     "held": ("a bool", lambda v: isinstance(v, bool)),
+    "branch": ("a dict of parent, id, fork and fan_in (a branch's run)", lambda v: isinstance(v, dict) and set(v) == {
+        "parent", "id", "fork", "fan_in"} and all(isinstance(x, str) for x in v.values())),
+    "fork": ("null or {node, fan_in, max_parallel, branches} (branches running at once)", lambda v: v is None or (
+        isinstance(v, dict) and set(v) == {"node", "fan_in", "max_parallel", "branches"} and isinstance(v["node"], str)
+        and isinstance(v["fan_in"], str) and _is_int(v["max_parallel"]) and v["max_parallel"] >= 1
+        and isinstance(v["branches"], list) and v["branches"] and all(_branch_entry(b) for b in v["branches"]))),
     "picture": TEXT,
     # the user's controls: optional
     "paused": ("a bool", lambda v: isinstance(v, bool)),
@@ -239,7 +267,8 @@ SHAPES: dict[str, Shape] = {
 }
 SCHEMA_2_ONLY = ("run_id", "status", "notice", "notice_turn", "checkpoint", "escalation", "audit_seq")
 OPTIONAL = ("context", "outcome", "provisional", "parallel", "gate_jumps", "held", "picture", "paused",
-            "steps_skipped", "attempts_restored", "gate")
+            "steps_skipped", "attempts_restored", "gate", "branch", "fork")
+BRANCH_STATUSES = ("pending", "running", *BRANCH_OUTCOMES)
 STATUSES = RUN_STATUSES
 NODE_OUTCOMES = ("pending", "success", "fail", "skipped", "partial_success")
 LAST_OUTCOMES = ("", "success", "retry", "exhausted")
@@ -365,6 +394,12 @@ def _value_rules(s: dict[str, Any]) -> Iterator[str]:
         yield f"field 'notice_turn' is {s['notice_turn']}, past the next turn {s['turn'] + 1}"
     yield from _visited_rules(s)
     yield from _event_rules(s)
+    for b in (s.get("fork") or {}).get("branches", ()):
+        problem = problem_with_values(b["state"])
+        if problem:
+            yield f"field 'fork' branch {_short(b['id'])}: {problem}"
+        if b["state"].get("run_id") != b["run"] or b["seen"] > b["state"].get("seq", 0):
+            yield f"field 'fork' branch {_short(b['id'])} is not the run it names, or past its events"
 
 
 def _visited_rules(s: dict[str, Any]) -> Iterator[str]:
@@ -424,15 +459,42 @@ def _plan_rules(s: dict[str, Any], plan: Any) -> Iterator[str]:
             yield (f"field 'visited.{nid}.failures' is {entry['failures']}, past the {node.max_retries + 1} "
                    "attempt(s) the step has")
     yield from _kind_rules(s, plan)
+    yield from _fork_rules(s, plan)
     ceiling = s["max_turns"] or plan.max_turns
     if s["turn"] > ceiling + 1:
         yield f"field 'turn' is {s['turn']}, past the run's ceiling of {ceiling}"
 
 
+def _fork_rules(s: dict[str, Any], plan: Any) -> Iterator[str]:
+    """A fork names the plan's parallel node and the fan-in its branches meet at, each branch one of its edges,
+    each branch's run a run of this plan that belongs to it."""
+    fork, mine = s.get("fork"), s.get("branch")
+    if mine is not None:
+        if mine["id"] not in plan.nodes or plan.fan_in_of.get(mine["fork"]) != mine["fan_in"]:
+            yield f"field 'branch' names a branch {_short(mine['id'])} that plan '{plan.id}' does not have"
+    if not fork:
+        return
+    if plan.fan_in_of.get(fork["node"]) != fork["fan_in"]:
+        yield f"field 'fork' names {_short(fork['node'])} and {_short(fork['fan_in'])}, not a parallel node and its fan-in"
+        return
+    firsts = {e.dst for e in plan.out_edges.get(fork["node"], ())}
+    for b in fork["branches"]:
+        sub = b["state"]
+        if b["id"] not in firsts or sub["branch"]["id"] != b["id"] or sub["branch"]["fork"] != fork["node"]:
+            yield f"field 'fork' branch {_short(b['id'])} is not a branch of '{fork['node']}'"
+            return
+        problem = _problem_with_plan(sub, plan)
+        if problem:
+            yield f"field 'fork' branch {_short(b['id'])}: {problem}"
+
+
 def _rest_problem(s: dict[str, Any], plan: Any) -> str:
-    """An active run rests on a task or a human gate; on a pass-through node only when it stalled there."""
+    """An active run rests on a task or a human gate; on a pass-through node only when it stalled there, and on a
+    parallel node while its branches run (``fork``)."""
     node = plan.nodes[s["current_node"]]
     if s.get("status", "active") != "active" or node.type in RESTING:
+        return ""
+    if s.get("fork") and s["fork"]["node"] == node.id and node.type == "parallel":
         return ""
     if s["stalled"] and node.type in PASS_THROUGH:
         return ""

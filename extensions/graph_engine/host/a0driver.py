@@ -11,17 +11,22 @@ history, tools (the real terminal), extensions and chat persistence are Agent-Ze
 
 A scripted chat reply is the model's raw text, or `HANG` (the call never returns: the process is stopped
 as a restart would stop it). Nothing is sent to any model. Extension files are untouched; the two hooks of
-this pack are timed per call.
+this pack are timed per call. The agents that run a parallel node's branches are scripted per branch
+(`branch_replies`, by the branch's first node id), and each chat call may take its time (`chat_delay`, seconds, or
+{branch id: seconds} with "" for the chat's own agent); each call records its agent, branch, start and end.
 
     python -m graph_engine.host.a0driver --a0-root DIR --script SCRIPT.json --out RESULT.json
 SCRIPT.json: {"replies": [...],
-              "turns": [{"user": "text"} | {"nudge": true} | {"load": CHAT_ID} | {"wait": SECONDS} |
-                        {"write": PATH, "text": TEXT}],
+              "turns": [{"user": "text", "say": {"after_calls": N, "text": TEXT}} | {"nudge": true} |
+                        {"load": CHAT_ID} | {"wait": SECONDS} | {"write": PATH, "text": TEXT}],
+              "branch_replies": {BRANCH: [...]}, "chat_delay": SECONDS | {BRANCH or "": SECONDS},
               "context_window": TOKENS, "utility_reply": "text", "timeout": SECONDS per turn,
               "utility_rules": [{"marker": "text in the call", "reply": "text", "delay": SECONDS,
                                  "raise": "message"}]  (all optional)}
 A utility call whose messages hold a rule's marker is answered by that rule (the first that fits: after
 ``delay`` seconds, its ``reply``, or an exception with the ``raise`` message); any other by ``utility_reply``.
+A turn's ``say`` is written by the person while the agent works, once ``after_calls`` chat calls have started
+(Agent-Zero takes it as an intervention).
 """
 
 import argparse
@@ -44,8 +49,12 @@ NUDGE_TEXT = "Nudged - continue"
 class Script:
     """The scripted model: hands out the chat replies in order and records what each call received."""
 
-    def __init__(self, replies: list[str], utility_reply: str = "[]", utility_rules: list[dict] | None = None):
+    def __init__(self, replies: list[str], utility_reply: str = "[]", utility_rules: list[dict] | None = None,
+                 branch_replies: dict | None = None, chat_delay=0.0):
         self.replies = list(replies)
+        self.branch_replies = {k: list(v) for k, v in (branch_replies or {}).items()}
+        self.chat_delay = chat_delay
+        self.started = 0  # chat calls started
         self.utility_reply = utility_reply
         self.utility_rules = list(utility_rules or [])
         self.utility_asked: list[dict] = []  # the utility calls a rule answered: {"marker", "at"}
@@ -62,14 +71,22 @@ class Script:
                 return rule
         return None
 
-    def chat(self, messages: list) -> str:
-        if self.replies:
-            reply = self.replies.pop(0)
+    def delay(self, branch: str) -> float:
+        if isinstance(self.chat_delay, dict):
+            return float(self.chat_delay.get(branch, 0.0))
+        return float(self.chat_delay or 0.0)
+
+    def chat(self, messages: list, agent=None, branch: str = "", start: float = 0.0) -> str:
+        queue = self.branch_replies.get(branch) if branch else self.replies
+        if queue:
+            reply = queue.pop(0)
         else:
             self.overrun += 1
             reply = json.dumps({"thoughts": ["the script is over"], "headline": "Done",
                                 "tool_name": "response", "tool_args": {"text": "Done."}})
-        self.calls.append({"messages": _plain(messages), "reply": reply, "at": time.perf_counter()})
+        self.calls.append({"messages": _plain(messages), "reply": reply, "at": time.perf_counter(),
+                           "start": start or time.perf_counter(), "branch": branch,
+                           "agent": getattr(agent, "number", 0)})
         return reply
 
 
@@ -83,18 +100,23 @@ def _plain(messages) -> list[dict]:
     return out
 
 
-def _caller_kind() -> str:
+def _caller() -> tuple[str, object]:
+    """("chat" or "utility", the agent whose call it is)."""
     frame = sys._getframe(1)
     for _ in range(60):
         if frame is None:
             break
         name = frame.f_code.co_name
-        if name == "call_chat_model":
-            return "chat"
-        if name == "call_utility_model":
-            return "utility"
+        if name in ("call_chat_model", "call_utility_model"):
+            return ("chat" if name == "call_chat_model" else "utility"), frame.f_locals.get("self")
         frame = frame.f_back
-    return "utility"
+    return "utility", None
+
+
+def _branch(agent) -> str:
+    """The branch id of an agent that runs a parallel node's branch (graph_engine.host.branches), else ""."""
+    found = getattr(agent, "__dict__", {}).get("_graph_engine_branch")
+    return found[1] if isinstance(found, tuple) and len(found) == 2 else ""
 
 
 def _vector(text: str) -> list[float]:
@@ -154,9 +176,14 @@ class Session:
         script = self.script
 
         async def scripted(*args, **kwargs):
-            kind = _caller_kind()
+            kind, agent = _caller()
             if kind == "chat":
-                reply = script.chat(kwargs.get("messages"))
+                branch, start = _branch(agent), time.perf_counter()
+                script.started += 1
+                if script.delay(branch):
+                    import asyncio
+                    await asyncio.sleep(script.delay(branch))
+                reply = script.chat(kwargs.get("messages"), agent, branch, start)
                 if reply == HANG:
                     script.hung.set()
                     import asyncio
@@ -254,19 +281,23 @@ class Session:
         if self.context is None:
             raise RuntimeError(f"chat {chat_id} was not loaded from {self.root / 'usr' / 'chats'}")
 
-    def send(self, text: str, timeout: float = 600) -> object:
+    def send(self, text: str, timeout: float = 600, say: dict | None = None) -> object:
         self.sent.append(time.perf_counter())
         task = self.context.communicate(self.a0.UserMessage(message=text, attachments=[]))
-        return self._wait(task, timeout)
+        return self._wait(task, timeout, say)
 
     def nudge(self, timeout: float = 600) -> object:
         return self._wait(self.context.nudge(), timeout)
 
-    def _wait(self, task, timeout: float) -> object:
+    def _wait(self, task, timeout: float, say: dict | None = None) -> object:
         deadline = time.monotonic() + timeout
         while not task.is_ready():
             if self.script.hung.is_set():
                 return HANG
+            if say and self.script.started >= int(say.get("after_calls", 0)):
+                self.sent.append(time.perf_counter())
+                self.context.communicate(self.a0.UserMessage(message=say["text"], attachments=[]))
+                say = None
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the message loop did not finish within {timeout:.0f} s")
             time.sleep(0.02)
@@ -327,7 +358,8 @@ def main(argv: list[str] | None = None) -> int:
     spec = json.loads(Path(args.script).read_text())
     out = Path(args.out).resolve()
     session = Session(args.a0_root, Script(spec.get("replies", []), spec.get("utility_reply", "[]"),
-                                           spec.get("utility_rules")), context_window=spec.get("context_window"))
+                                           spec.get("utility_rules"), spec.get("branch_replies"),
+                                           spec.get("chat_delay") or 0.0), context_window=spec.get("context_window"))
     chat_id, outcomes, waited = "", [], []
     writes = _count_writes(spec.get("stop_at_write"), lambda: out.write_text(
         json.dumps(_result(session, chat_id, outcomes, waited))))
@@ -349,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
             os.replace(edited, target)
             continue
         timeout = float(spec.get("timeout") or 600)
-        result = session.nudge(timeout) if turn.get("nudge") else session.send(turn["user"], timeout)
+        result = session.nudge(timeout) if turn.get("nudge") else session.send(turn["user"], timeout, turn.get("say"))
         outcomes.append(result if isinstance(result, str) or result is None else str(result))
         out.write_text(json.dumps(dict(_result(session, chat_id, outcomes, waited), writes=writes[0])))
         if result == HANG:

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import asking
+from . import asking, branches
 from ..texts import card, render, view
 from ..core import control, engine
 from ..boundary import settings
@@ -152,6 +152,8 @@ async def run_hook(agent: Any, loop_data: Any, hook: str, ext_file: str, runtime
             prepared.obs.match = await asking.ask(agent, prepared.question, cfg.utility_timeout,
                                                   lambda level, text: _log(agent, level, text))
         _step(rt, agent, loop_data, hook, prepared)
+        if branches.waiting(getattr(agent, STATE_ATTR, None)) and branches.branch_of(agent) is None:
+            await _run_branches(rt, agent, loop_data, hook, cfg)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # noqa: BLE001 - the agent's loop must go on
@@ -163,6 +165,44 @@ async def run_hook(agent: Any, loop_data: Any, hook: str, ext_file: str, runtime
     finally:
         if token is not None:
             settings.ACTIVE.reset(token)
+
+
+async def _run_branches(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: settings.Settings) -> None:
+    """The run rests on a fork: its branches run in subordinate agents while this hook call waits (the parent
+    spends no model call), then the same pass is stepped again, so the fan-in routes and this call's context
+    shows the step after it; unless the person said "stop the workflow" meanwhile (the parent's loop takes it)."""
+    state = getattr(agent, STATE_ATTR)
+    plan = rt.lookup(state["plan_id"], state.get("plan_version", ""))
+    if plan is None:
+        return  # the engine ends the run on its next pass, with its own message
+
+    def reported() -> None:
+        if getattr(agent, STATE_ATTR, None) is state:
+            _audit(rt, agent, state)
+            _save(agent, state)
+            _card(rt, agent, state)
+
+    if await branches.run(agent, state, plan, STATE_ATTR, reported, lambda level, text: _log(agent, level, text)):
+        return
+    if getattr(agent, STATE_ATTR, None) is not state:
+        return
+    prepared = _prepare(rt, agent, loop_data, hook, cfg, joined=True)
+    if prepared is not None:
+        _step(rt, agent, loop_data, hook, prepared)
+
+
+def _branch_reported(rt: Runtime, agent: Any, state: dict | None) -> None:
+    """A pass of a branch's agent: the branch's state goes to the parent's fork (engine.branch_progress), and the
+    parent's state is written (its audit lines, its checkpoint, the chat's data, its card)."""
+    mine = branches.branch_of(agent)
+    parent = mine[0] if mine is not None else None
+    parent_state = getattr(parent, STATE_ATTR, None)
+    if state is None or not isinstance(parent_state, dict):
+        return
+    if engine.branch_progress(parent_state, mine[1], state):
+        _audit(rt, parent, parent_state)
+        _save(parent, parent_state)
+        _card(rt, parent, parent_state)
 
 
 class _LoggedOnce:
@@ -208,7 +248,8 @@ class _Pass:
         self.library, self.state, self.obs, self.question = library, state, obs, question
 
 
-def _prepare(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: settings.Settings) -> _Pass | None:
+def _prepare(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: settings.Settings,
+             joined: bool = False) -> _Pass | None:
     with rt.warming:  # the warm-up thread is loading the library: this pass waits for it
         library, problems = rt.library.refresh()
     if rt.held:
@@ -242,6 +283,9 @@ def _prepare(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: settings.S
     obs = observe(agent, loop_data, hook, raw_state, problems)
     for line in problems:
         _log_once(rt, agent, "warning", line)
+    if joined or (isinstance(raw_state, dict) and raw_state.get("branch")):
+        obs.user_message = ""  # a branch's agent takes no message; a pass stepped again has decided its own
+    obs.concurrent, obs.serial_reason = _concurrent(agent, cfg)
     if _ended_this_pass(raw_state, obs):
         return None  # an escalated run stays readable for the rest of the pass in which it ended
     source = f"the chat's saved {DATA_KEY}" if restored else f"agent.{STATE_ATTR}"
@@ -258,6 +302,22 @@ def _prepare(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: settings.S
             library, agent, obs.user_message, obs.message_id, obs.domain if obs.domain_known else None,
             obs.allowed_plans, state is not None, cfg.utility_model)
     return _Pass(library, state, obs, question)
+
+
+_UNABLE: dict[tuple[type, bool], str] = {}  # (agent class, v1.x layout) -> why it cannot run branches at once
+
+
+def _concurrent(agent: Any, cfg: settings.Settings) -> tuple[bool, str]:
+    """(whether a parallel node's branches run at once here, why not)."""
+    if branches.branch_of(agent) is not None:
+        return False, "a branch's own agent runs no branches of its own"
+    if not cfg.parallel_branches:
+        return False, "the parallel_branches setting is off"
+    key = (type(agent), "helpers.extension" in sys.modules)
+    why = _UNABLE.get(key)
+    if why is None:
+        why = _UNABLE.setdefault(key, branches.unable(agent))
+    return not why, why
 
 
 def _facts(rt: Runtime, obs: engine.Observation, state: dict[str, Any] | None) -> None:
@@ -680,6 +740,8 @@ def _apply(rt: Runtime, agent: Any, loop_data: Any, state: dict | None, fx: engi
         _draw_later(rt, agent, ended)
     if state is not None:
         _card(rt, agent, state)
+    if branches.branch_of(agent) is not None:
+        _branch_reported(rt, agent, state if state is not None else fx.final_state)
     extras = getattr(loop_data, "extras_temporary", None)
     if isinstance(extras, dict) and fx.context is not None:
         extras[CONTEXT_KEY] = fx.context
@@ -834,8 +896,8 @@ def _card(rt: Runtime, agent: Any, state: dict, picture: str = "", search: bool 
     """Create the run's card, or update it in place when what it shows changed; a log without Agent-Zero's
     item API turns cards off with one warning.  ``search``: the card may be one restored with the chat's log."""
     shown = getattr(agent, CARD_ATTR, None)
-    if shown is False or not settings.active("card"):
-        return
+    if shown is False or not settings.active("card") or state.get("branch"):
+        return  # (a branch is shown on its parent's card)
     run_id = state.get("run_id", "")
     picture = picture or state.get("picture", "")
     pace = getattr(agent, PACE_ATTR, "")
@@ -979,7 +1041,7 @@ def _draw_later(rt: Runtime, agent: Any, state: dict) -> None:
     """Draw the picture of an ended run off the loop: Graphviz takes tens of milliseconds, and the pass that
     ends a run does not wait for it.  When the picture is written, the run's card names it."""
     plan = rt.lookup(state.get("plan_id", ""), state.get("plan_version", ""))
-    if plan is None or not state.get("run_id") or picture_setting() == "off":
+    if plan is None or not state.get("run_id") or picture_setting() == "off" or state.get("branch"):
         return
     shown = getattr(agent, CARD_ATTR, None)
     item = shown[1] if isinstance(shown, list) and shown[0] == state["run_id"] else None

@@ -48,6 +48,10 @@ def progress(state: dict[str, Any]) -> str:
 def context(plan: Plan, state: dict[str, Any]) -> str:
     if plan.mode == "linear":
         return linear_context(plan, state)
+    if state.get("fork"):
+        return fork_context(plan, state)
+    if state.get("branch"):
+        return branch_context(plan, state)
     return graph_context(plan, state)
 
 
@@ -298,8 +302,16 @@ def node_words(plan: Plan, node_id: str | None) -> str:
     return dst.name
 
 
-def _targets(plan: Plan, targets: tuple[str | None, ...]) -> str:
+def _words(plan: Plan, targets: tuple[str | None, ...], inside: Any = None) -> str:
+    """The steps ``targets`` name, in words; with ``inside`` (a branch's nodes) a step past them is the branch's end."""
+    if inside is not None:
+        words = dict.fromkeys(node_words(plan, t) if t in inside else "the end of this branch" for t in targets)
+        return " or ".join(words) or node_words(plan, None)
     return " or ".join(node_words(plan, t) for t in targets) or node_words(plan, None)
+
+
+def _targets(plan: Plan, targets: tuple[str | None, ...]) -> str:
+    return _words(plan, targets)
 
 
 def _comes_back(plan: Plan, start: str | None, node_id: str) -> bool:
@@ -322,8 +334,11 @@ def _comes_back(plan: Plan, start: str | None, node_id: str) -> bool:
 BACK_STEPS = 6
 
 
-def _paths_forward(plan: Plan, node: Node, failures: int) -> list[str]:
-    """Where the run goes when this attempt passes or fails (through decisions), in the words the model reads."""
+def _paths_forward(plan: Plan, node: Node, failures: int, inside: Any = None) -> list[str]:
+    """Where the run goes when this attempt passes or fails (through decisions), in the words the model reads;
+    ``inside``: the nodes of the branch the run is (a step past them is the branch's end)."""
+    def _targets(plan: Plan, targets: tuple[str | None, ...]) -> str:
+        return _words(plan, targets, inside)
     lines = [f"  If the check passes → {_targets(plan, resolve(plan, node.id, 'success'))}"]
     if node.verify is None:
         return lines  # a step without a check passes on its tool's result
@@ -356,6 +371,123 @@ def decision_note(plan: Plan, node: Node, edge: Edge) -> str:
     why = edge.label or CONDITION_WORDS.get(edge.condition, edge.condition)
     question = f" ({node.description})" if node.description else ""
     return f'Decision "{node.name}"{question}: {why} → {plan.nodes[edge.dst].name}'
+
+
+# ── branches running at once, each in a subordinate agent ──────────────────
+
+ANSWER_SHOWN = 300  # characters of a branch agent's answer shown to the parent's next step
+WAIT_COMMAND = 'echo "[waiting for the branches]"'
+POLICY_WORDS = {"all": "every branch must succeed", "any": "one branch succeeding is enough",
+                "quorum": "at least {q} must succeed", "required": "{r} must succeed"}
+
+
+def branch_name(plan: Plan, branch_id: str) -> str:
+    node = plan.nodes.get(branch_id)
+    return node.name if node is not None else branch_id
+
+
+def branch_assignment(plan: Plan, state: dict[str, Any]) -> str:
+    """The message a branch's subordinate agent starts with (its steps come with each of its turns)."""
+    name = branch_name(plan, state["branch"]["id"])
+    return (f"You run one branch of the workflow '{plan.name}': '{name}'. Other agents run the other branches at "
+            "the same time. Do the steps you are shown, one at a time, each with the tool it names; when you are told "
+            "the branch is done, answer with the response tool.")
+
+
+def branch_context(plan: Plan, state: dict[str, Any]) -> str:
+    """A branch's step, as its agent reads it: the workflow's context without the other branches' steps, and its
+    ways forward ending at the branch's end."""
+    branch = state["branch"]
+    inside = _branch_nodes(plan, branch["id"], branch["fan_in"])
+    node = plan.nodes[state["current_node"]]
+    failures = (state["visited"].get(node.id) or {}).get("failures", 0)
+    lines = [f"[BRANCH: {branch_name(plan, branch['id'])}] You are a subordinate agent running this one branch of "
+             "the workflow; do only its steps."]
+    forward = _paths_forward(plan, node, min(failures, node.max_retries), inside) if node.type == "task" else []
+    for line in graph_context(plan, state).split("\n"):
+        if line.startswith("  Next: ") or (forward and line.startswith("  If ")):
+            continue
+        if forward and line == "":  # the footer's blank line: the ways forward go before it
+            lines.extend(forward)
+            forward = []
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _branch_nodes(plan: Plan, first: str, fan_in: str) -> frozenset[str]:
+    """The nodes a branch reaches from its first node before its fan-in."""
+    def make(p: Plan) -> dict:
+        return {}
+    known = plan.derived("_branch_nodes", make)
+    found = known.get((first, fan_in))
+    if found is None:
+        seen, todo = {first}, [first]
+        for nid in todo:
+            for e in plan.out_edges.get(nid, ()):
+                if e.dst != fan_in and e.dst not in seen:
+                    seen.add(e.dst)
+                    todo.append(e.dst)
+        found = known[(first, fan_in)] = frozenset(seen)
+    return found
+
+
+def branch_not_done(plan: Plan, state: dict[str, Any], node: Node | None) -> str:
+    """What a branch's agent is told when it answered before its branch was done."""
+    where = f" at '{node.name}'" if node is not None else ""
+    return (f"The branch '{branch_name(plan, state['branch']['id'])}' is not done yet: it is{where}. Go on with its "
+            "current step; answer with the response tool only when you are told the branch is done.")
+
+
+def fork_context(plan: Plan, state: dict[str, Any]) -> str:
+    """The parent while its branches run (the call before the host starts them, when that is not this call)."""
+    fork = state["fork"]
+    listed = [f"'{branch_name(plan, b['id'])}' ({b['status']})" for b in fork["branches"]]
+    return (f"[WORKFLOW: {plan.name}] {branch_name(plan, fork['node'])} ({progress(state)})\n"
+            f"  Branches, each run by a subordinate agent of its own: {', '.join(listed)}.\n"
+            "Do not do the branches' work yourself: their results come with your next step. Run exactly this "
+            f"command and nothing else: {WAIT_COMMAND}")
+
+
+def branch_done_notice(plan: Plan, state: dict[str, Any], outcome: str, reason: str) -> str:
+    """What a branch's agent reads when its branch's run ended: answer now."""
+    name = branch_name(plan, state["branch"]["id"])
+    title = "DONE" if outcome == "success" else "ENDED"
+    why = f" ({reason})" if reason else ""
+    return (f"[BRANCH {title}: {name}] Outcome: {outcome}{why}.\n"
+            "Answer now with the response tool, in a few lines: what you did and what the checks showed"
+            + ("" if outcome == "success" else ", and what failed") + ". Run nothing else.")
+
+
+def fan_in_failure(fan_in: Node, outcomes: dict[str, str]) -> str:
+    failed = [b for b, o in outcomes.items() if o != "success"]
+    return f"{plural(len(failed), 'branch')} did not succeed ({', '.join(failed)}); {_policy(fan_in)}"
+
+
+def _policy(fan_in: Node) -> str:
+    return POLICY_WORDS.get(fan_in.fan_in_policy, POLICY_WORDS["all"]).format(
+        q=fan_in.quorum, r=" and ".join(f"'{r}'" for r in fan_in.required))
+
+
+def fan_in_note(plan: Plan, fan_in: Node, branches: list[dict[str, Any]], passed: bool) -> str:
+    """The fan-in's evidence, shown with the parent's next step: each branch's outcome, last check and answer."""
+    lines = [f"The branches met at '{fan_in.name}' ({_policy(fan_in)}): it routes on "
+             f"{'success' if passed else 'fail'}."]
+    for b in branches:
+        check = _last_check(plan, b.get("state") or {})
+        answer = " ".join(str(b.get("answer", "")).split())
+        answer = answer[:ANSWER_SHOWN] + ("..." if len(answer) > ANSWER_SHOWN else "")
+        lines.append(f"- '{branch_name(plan, b['id'])}': {b['status']}"
+                     + (f" ({b['reason']})" if b.get("reason") and b["status"] != "success" else "")
+                     + (f"; last check: {check}" if check else "") + (f"; its answer: {answer}" if answer else ""))
+    return "\n    ".join(lines)
+
+
+def _last_check(plan: Plan, sub: dict[str, Any]) -> str:
+    for event in reversed(sub.get("events") or ()):
+        if event.get("type") == "node_verified":
+            return (f"{branch_name(plan, str(event.get('node', '')))} {event.get('outcome', '')}"
+                    + (f", {event['reason']}" if event.get("reason") else ""))
+    return ""
 
 
 # ── notices when a run ends (or is held, resumed, withdrawn) ────────────────

@@ -318,22 +318,90 @@ class Context:
         self.id = ctx_id
         self.log = Log()
         self.data: dict[str, Any] = {}  # the chat's data: "project" is the project it is in (v1.x)
+        self.hooks: tuple[list[type], list[type]] = ([], [])  # the pack's hook classes (the Session's)
+        self.model: Any = None  # the subordinate agents' scripted model (BranchModel)
 
     def get_data(self, key: str) -> Any:
         return self.data.get(key)
 
 
+MAX_SUBORDINATE_PASSES = 40
+
+
 class Agent:
-    def __init__(self, number: int = 0) -> None:
+    """Agent-Zero's ``Agent(number, config, context)``: its data, and for a subordinate (``call_subordinate``) its
+    own history and ``monologue``: passes in Agent-Zero's order, the pack's hooks around each call of the context's
+    scripted model (``BranchModel``), until a final response."""
+
+    def __init__(self, number: int = 0, config: Any = None, context: "Context | None" = None) -> None:
         self.number = number
-        self.context = Context()
+        self.config = config
+        self.context = context or Context()
         self.data: dict[str, Any] = {}
+        self.history: list[dict[str, Any]] = []
+        self.last_user_message: UserMessage | None = None
+        self.intervention: Any = None  # a message the person wrote while the agent works (Agent-Zero's)
 
     def get_data(self, key: str) -> Any:
         return self.data.get(key)
 
     def set_data(self, key: str, value: Any) -> None:
         self.data[key] = value
+
+    def hist_add_user_message(self, message: "UserMessage", intervention: bool = False) -> None:
+        self.history.append({"ai": False, "content": {"user_intervention" if intervention else "user_message":
+                                                      message.text}})
+        self.last_user_message = message
+
+    async def monologue(self) -> str:
+        prompts_after, before_main = self.context.hooks
+        loop = LoopData(user_message=self.last_user_message)
+        for _ in range(MAX_SUBORDINATE_PASSES):
+            loop.iteration += 1
+            loop.params_temporary = {}
+            loop.history_output = [dict(h) for h in self.history]
+            for cls in prompts_after:
+                await cls(self).execute(loop_data=loop)
+            extras = {**loop.extras_persistent, **loop.extras_temporary}
+            loop.extras_temporary.clear()
+            for cls in before_main:
+                await cls(self).execute(loop_data=loop)
+            reply = await self.context.model(self, extras.get("htn_active_plan", ""))
+            raw = reply.raw()
+            loop.last_response = raw
+            self.history.append({"ai": True, "content": raw})
+            if reply.final:
+                return reply.final
+            if reply.warning:
+                self.history.append({"ai": False, "content": {"system_warning": reply.warning}})
+            else:
+                self.history.append({"ai": False, "content": {"tool_name": reply.tool, "tool_result": reply.output}})
+        return ""
+
+
+class BranchModel:
+    """The model of a chat's subordinate agents, scripted per branch: ``replies[branch id]`` are its replies in
+    order (a Reply, or a function of (agent, prompt) giving one), each after ``delay`` seconds; a branch whose
+    replies ran out answers "Done.".  ``calls`` records (branch, "start" | "end", the prompt) in the order they
+    happened, ``prompts[branch]`` what each call was shown.  ``delay`` may be a dict: seconds per branch."""
+
+    def __init__(self, replies: dict[str, list[Any]], delay: Any = 0.0) -> None:
+        self.replies = {k: list(v) for k, v in replies.items()}
+        self.delay = delay
+        self.calls: list[tuple[str, str]] = []
+        self.prompts: dict[str, list[str]] = {}
+
+    async def __call__(self, agent: Any, prompt: str) -> "Reply":
+        branch = (agent.__dict__.get("_graph_engine_branch") or (None, "?"))[1]
+        self.calls.append((branch, "start"))
+        self.prompts.setdefault(branch, []).append(prompt)
+        try:
+            await asyncio.sleep(self.delay.get(branch, 0.0) if isinstance(self.delay, dict) else self.delay)
+        finally:
+            self.calls.append((branch, "end"))
+        queue = self.replies.get(branch) or []
+        reply = queue.pop(0) if queue else Reply(final="Done.")
+        return reply(agent, prompt) if callable(reply) else reply
 
 
 class UtilityModel:
@@ -348,17 +416,19 @@ class UtilityModel:
     async def __call__(self, system: str, message: str, callback: Any = None, background: bool = False) -> Any:
         self.calls.append((system, message))
         if self.delay:
-            await asyncio.sleep(self.delay)
+            await asyncio.sleep(self.delay.get(branch, 0.0) if isinstance(self.delay, dict) else self.delay)
         if self.fail is not None:
             raise self.fail
         return self.answer(system, message) if callable(self.answer) else self.answer
 
 
 class UserMessage:
-    """``loop_data.user_message``: ``.output()`` gives the captured shape."""
+    """``loop_data.user_message``: ``.output()`` gives the captured shape (and Agent-Zero's ``UserMessage(message=,
+    attachments=)``, which a subordinate is given)."""
 
-    def __init__(self, text: str) -> None:
-        self.text = text
+    def __init__(self, text: str = "", message: str = "", attachments: Any = None) -> None:
+        self.text = text or message
+        self.message = self.text
 
     def output(self) -> list[dict[str, Any]]:
         return [{"ai": False, "content": {"user_message": self.text}}]
@@ -476,6 +546,7 @@ class Session:
         self.allowed_plans = allowed_plans
         self.prompts_after = [load_extension_class(COMPANION)(self.agent)] if companion else []
         self.before_main = [load_extension_class(SELECTOR)(self.agent)] if selector else []
+        self.agent.context.hooks = ([type(e) for e in self.prompts_after], [type(e) for e in self.before_main])
         self.history: list[dict[str, Any]] = [{"ai": True, "content": tool_reply("response", text="Hello!")}]
         self.loop: LoopData | None = None
         self.records: list[PassRecord] = []

@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from ..core.kinds import CHECKS, CONDITIONS, EVENTS, NODE_KINDS, NODE_TYPES, ON_FAIL_ACTIONS, PACE_LEVELS, VERIFY_TYPES
+from ..core.kinds import (CHECKS, CONDITIONS, EVENTS, FAN_IN_POLICIES, NODE_KINDS, NODE_TYPES, ON_FAIL_ACTIONS,
+                          PACE_LEVELS, VERIFY_TYPES)
 
 ROOT = Path(__file__).resolve().parents[3]
 SCHEMA = Path("plan_library/plan_library.schema.json")
@@ -25,6 +26,7 @@ ENUMS = {  # where each table's names are an enum of the schema
     ("$defs", "edge", "properties", "condition", "anyOf", 0): CONDITIONS,
     ("$defs", "verify", "properties", "type"): VERIFY_TYPES,
     ("$defs", "step", "properties", "on_fail"): ON_FAIL_ACTIONS,
+    ("$defs", "node", "properties", "fan_in_policy"): tuple(FAN_IN_POLICIES),
 }
 
 
@@ -51,7 +53,13 @@ def events_table() -> str:
     return "\n".join(["| event | when | ends the run |", "|---|---|---|", *rows])
 
 
+def fan_in_table() -> str:
+    return "\n".join(["| `fan_in_policy` | the fan-in routes on success when |", "|---|---|",
+                      *(f"| `{p.name}` | {p.passes} |" for p in FAN_IN_POLICIES.values())])
+
+
 DOCS: dict[str, tuple[Path, Callable[[], str]]] = {
+    "fan-in-policies": (Path("docs/plan-authoring.md"), fan_in_table),
     "node-kinds": (Path("docs/plan-authoring.md"), node_kinds_table),
     "checks": (Path("docs/plan-authoring.md"), checks_table),
     "events": (Path("docs/how-it-works.md"), events_table),

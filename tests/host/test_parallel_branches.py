@@ -1,0 +1,264 @@
+"""A parallel node's branches run at the same time, each by a subordinate agent of its own (the stand-in: the
+pack's hooks and Agent-Zero's pass order, subordinates as `call_subordinate` makes them, a model scripted per
+branch that takes its time).  The same behaviour in Agent-Zero's real loop: tests/test_real_loop_macrocosm.py."""
+
+import json
+
+import pytest
+from scenario import events, use_library
+
+from graph_engine.tools.standin import BranchModel, Reply, Session, cmd
+
+PASS, FAIL = '"[exit:0]"', '"[exit:1]"'
+
+
+def checks_plan(policy: str = "all", **fan_in) -> dict:
+    """Prepare, then three independent checks in parallel, then a report; the fan-in routes per ``policy``."""
+    def check(name, command):
+        return {"type": "task", "name": name, "action": command, "tool": "code_execution_tool",
+                "verify": {"type": "exit_code_zero"}, "max_retries": 0}
+    return {"name": "Release Checks", "triggers": ["run the release checks"], "trigger_threshold": 1, "graph": {
+        "start": "start",
+        "nodes": {"start": {"type": "start"},
+                  "prepare": {"type": "task", "name": "Prepare", "action": "ls", "verify": {"type": "any_output"}},
+                  "fan": {"type": "parallel", "name": "All checks"},
+                  "lint": check("Lint", "ruff check ."), "types": check("Type check", "mypy ."),
+                  "tests": check("Unit tests", "pytest -q"),
+                  "join": {"type": "fan_in", "name": "Checks joined", "fan_in_policy": policy, **fan_in},
+                  "report": {"type": "task", "name": "Report", "action": "summarise", "verify": {"type": "any_output"}},
+                  "done": {"type": "exit"}, "stuck": {"type": "escalate", "reason": "the checks failed"}},
+        "edges": [{"from": "start", "to": "prepare"}, {"from": "prepare", "to": "fan"},
+                  *[{"from": "fan", "to": b} for b in ("lint", "types", "tests")],
+                  *[{"from": b, "to": "join"} for b in ("lint", "types", "tests")],
+                  {"from": "join", "to": "report", "condition": "on_success"},
+                  {"from": "join", "to": "stuck", "condition": "on_fail"},
+                  {"from": "report", "to": "done"}]}}
+
+
+def status(code: int) -> Reply:
+    return cmd(f"check; echo \"[exit:{code}]\"", f"ran\n[exit:{code}]")
+
+
+def branch_replies(failing: tuple = ()) -> dict:
+    return {b: [status(1 if b in failing else 0), Reply(final=f"{b}: {'failed' if b in failing else 'clean'}")]
+            for b in ("lint", "types", "tests")}
+
+
+def at_fork(monkeypatch, tmp_path, plan=None, model=None) -> Session:
+    """A run of the checks plan whose first step passed: the pass that judges it reaches the parallel node."""
+    use_library(monkeypatch, tmp_path, {"checks": plan or checks_plan()})
+    s = Session()
+    s.agent.context.model = model or BranchModel(branch_replies(), delay=0.01)
+    s.user("run the release checks")
+    s.run_pass(cmd("ls", "README.md"))
+    return s
+
+
+def kinds(s: Session) -> list[str]:
+    return [e["type"] for e in events(s)]
+
+
+def test_three_branches_run_at_once_and_the_parent_waits_without_a_model_call(monkeypatch, tmp_path):
+    model = BranchModel(branch_replies(), delay=0.02)
+    s = at_fork(monkeypatch, tmp_path, model=model)
+    record = s.run_pass(Reply(warning="x"))  # this pass judges 'Prepare'; the fork runs inside its hook call
+    starts = [i for i, (_, what) in enumerate(model.calls) if what == "start"]
+    first_end = next(i for i, (_, what) in enumerate(model.calls) if what == "end")
+    assert {b for b, what in model.calls[:first_end] if what == "start"} == {"lint", "types", "tests"}
+    assert len(starts) == 6  # two calls per branch: the check, then the answer; none by the parent meanwhile
+    shown = record.prompt_extras["htn_active_plan"]
+    assert "Current step: Report" in shown  # the same call is shown the step after the fan-in
+    assert "The branches met at 'Checks joined' (every branch must succeed): it routes on success." in shown
+    assert "- 'Lint': success; last check: Lint success, exit status 0; its answer: lint: clean" in shown
+    assert all("[BRANCH: " in p[0] and "Current step: " in p[0] for p in model.prompts.values())
+    assert all("[BRANCH DONE: " in p[1] for p in model.prompts.values())
+    state = s.state
+    assert state["current_node"] == "report" and state["fork"] is None
+    assert state["steps_completed"] == ["prepare", "lint", "types", "tests"] and state["total_steps"] == 5
+    order = kinds(s)
+    assert order.index("parallel_started") < order.index("branch_started") < order.index("parallel_joined")
+    branch_lines = [e for e in events(s) if e.get("branch")]
+    assert {e["branch"] for e in branch_lines if e["type"] == "node_verified"} == {"lint", "types", "tests"}
+    joined = events(s, "parallel_joined")[0]
+    assert joined["outcomes"] == {"lint": "success", "types": "success", "tests": "success"} and joined["passed"]
+
+
+@pytest.mark.parametrize("policy, fan_in, failing, route", [
+    ("all", {}, ("types",), "stuck"), ("any", {}, ("types",), "report"), ("any", {}, ("lint", "types", "tests"), "stuck"),
+    ("quorum", {"quorum": 2}, ("types",), "report"), ("quorum", {"quorum": 3}, ("types",), "stuck"),
+    ("required", {"required": ["lint", "tests"]}, ("types",), "report"),
+    ("required", {"required": ["types"]}, ("types",), "stuck")])
+def test_the_fan_in_routes_on_its_policy(monkeypatch, tmp_path, policy, fan_in, failing, route):
+    model = BranchModel(branch_replies(failing), delay=0.0)
+    s = at_fork(monkeypatch, tmp_path, plan=checks_plan(policy, **fan_in), model=model)
+    record = s.run_pass(Reply(warning="x"))
+    joined = events(s, "parallel_joined")[0]
+    assert joined["failed"] == list(failing) and joined["policy"] == policy
+    if route == "report":
+        assert s.state["current_node"] == "report" and "it routes on success" in record.prompt_extras["htn_active_plan"]
+    else:
+        assert s.agent._htn_last_run["status"] == "escalated"  # (kept on the agent for this pass: the supervisor)
+        assert "it routes on fail" in record.prompt_extras["htn_active_plan"]
+        assert "[WORKFLOW ESCALATED: Release Checks]" in record.prompt_extras["htn_active_plan"]
+
+
+def kill(agent, prompt):
+    """The process stops here (a restart during a branch's model call): every task of the loop is cancelled, so
+    nothing after this point is written, as after a kill."""
+    import asyncio
+    for task in asyncio.all_tasks():
+        task.cancel()
+    return Reply(final="never read")
+
+
+def test_a_restart_mid_branch_resumes_that_branch_where_it_was_and_judges_nothing_twice(monkeypatch, tmp_path):
+    import asyncio
+    plan = checks_plan()
+    plan["graph"]["nodes"]["lint"]["max_retries"] = 1
+    first = BranchModel({"lint": [status(1), kill], **{b: branch_replies()[b] for b in ("types", "tests")}},
+                        delay={"lint": 0.05})
+    s = at_fork(monkeypatch, tmp_path, plan=plan, model=first)
+    with pytest.raises(asyncio.CancelledError):
+        s.run_pass(Reply(warning="x"))
+    after = s.restarted(s.saved)  # the chat as saved at the end of the pass before; the checkpoint is newer
+    again = BranchModel({"lint": [status(0), Reply(final="lint: clean on the second attempt")]})
+    after.agent.context.model = again
+    after.nudge()
+    record = after.run_pass(Reply(warning="x"))
+    assert [b for b, what in again.calls if what == "start"] == ["lint", "lint"]  # only the branch without an outcome
+    assert "[WORKFLOW RESUMED: Release Checks]" in again.prompts["lint"][0]
+    assert "Current step: Lint (attempt 2 of 2)" in again.prompts["lint"][0]  # its attempt count kept
+    state = after.state
+    assert state["current_node"] == "report" and "Current step: Report" in record.prompt_extras["htn_active_plan"]
+    lint = [(e["outcome"], e.get("evidence_sha256")) for e in events(after, "node_verified") if e["node"] == "lint"]
+    assert [o for o, _ in lint] == ["fail", "success"] and len({d for _, d in lint}) == 2  # each result judged once
+    starts = [e for e in events(after, "branch_started") if e["branch"] == "lint"]
+    assert [e.get("again", False) for e in starts] == [False, True]
+    assert events(after, "parallel_joined")[0]["outcomes"] == {"lint": "success", "types": "success",
+                                                              "tests": "success"}
+
+
+def test_stop_the_workflow_while_branches_run_stops_every_branch(monkeypatch, tmp_path):
+    from graph_engine.tools.standin import UserMessage
+
+    def person_says_stop(agent, prompt):
+        agent.intervention = UserMessage(message="stop the workflow")  # sent to the agent streaming now: a branch
+        return status(0)
+
+    model = BranchModel({"tests": [person_says_stop, Reply(final="x")],
+                         "lint": [status(0), Reply(final="x")], "types": [status(0), Reply(final="x")]},
+                        delay={"tests": 0.0, "lint": 0.3, "types": 0.3})
+    s = at_fork(monkeypatch, tmp_path, model=model)
+    s.run_pass(Reply(warning="x"))  # the fork: the person's words reach the parent, which stops every branch
+    assert s.agent.intervention.message == "stop the workflow"  # left for the parent's loop (Agent-Zero's)
+    calls = len(model.calls)
+    assert {b for b, what in model.calls if what == "start"} == {"lint", "types", "tests"}
+    s.agent.intervention = None  # Agent-Zero's handle_intervention: the message goes to history, the loop goes on
+    s.history.append({"ai": False, "content": {"user_intervention": "stop the workflow"}})
+    record = s.run_pass(Reply(final="Stopped."))
+    assert "[WORKFLOW STOPPED by the user: Release Checks]" in record.prompt_extras["htn_active_plan"]
+    stopped = events(s, "plan_stopped")
+    assert stopped and {"lint", "types"} <= set(stopped[0]["branches"])  # (tests may have finished meanwhile)
+    assert len(model.calls) == calls  # no branch called the model again
+    assert [what for b, what in model.calls if b == "lint"] == ["start", "end"]  # stopped during its first call
+    last = s.agent._htn_last_run
+    status_of = {b["id"]: b["status"] for b in last["fork"]["branches"]}
+    assert status_of["lint"] == status_of["types"] == "stopped" and status_of["tests"] in ("success", "stopped")
+
+
+def test_max_parallel_bounds_the_branches_running_at_once(monkeypatch, tmp_path):
+    plan = checks_plan()
+    plan["graph"]["nodes"]["fan"]["max_parallel"] = 1
+    model = BranchModel(branch_replies(), delay=0.01)
+    s = at_fork(monkeypatch, tmp_path, plan=plan, model=model)
+    s.run_pass(Reply(warning="x"))
+    running, most = 0, 0
+    for _, what in model.calls:
+        running += 1 if what == "start" else -1
+        most = max(most, running)
+    assert most == 1 and s.state["current_node"] == "report"
+    order = [b for b, what in model.calls if what == "start"]
+    assert order == ["lint", "lint", "types", "types", "tests", "tests"]  # one branch after another, in edge order
+
+
+def test_a_branch_retries_and_escalates_within_itself_and_the_policy_decides(monkeypatch, tmp_path):
+    plan = checks_plan("any")
+    plan["graph"]["nodes"]["types"]["max_retries"] = 1
+    plan["graph"]["nodes"]["stuck_types"] = {"type": "escalate", "reason": "mypy keeps failing", "pace_level": "alternate"}
+    plan["graph"]["edges"].remove({"from": "types", "to": "join"})
+    plan["graph"]["edges"] += [{"from": "types", "to": "join", "condition": "on_success"},
+                               {"from": "types", "to": "stuck_types", "condition": "on_exhaust"}]
+    model = BranchModel({**branch_replies(), "types": [status(1), cmd("mypy --strict .; echo \"[exit:$?]\"",
+                                                                      "[exit:2]"), Reply(final="types: gave up")]})
+    s = at_fork(monkeypatch, tmp_path, plan=plan, model=model)
+    record = s.run_pass(Reply(warning="x"))
+    assert "Current step: Type check (attempt 2 of 2)" in model.prompts["types"][1]
+    assert "[BRANCH ENDED: Type check] Outcome: escalated (mypy keeps failing (PACE alternate))" in \
+        model.prompts["types"][2]
+    joined = events(s, "parallel_joined")[0]
+    assert joined["outcomes"]["types"] == "escalated" and joined["passed"]  # any: the other two succeeded
+    assert s.state["current_node"] == "report" and getattr(s.agent, "_org_pace_level", "") == ""
+    assert "- 'Type check': escalated (mypy keeps failing (PACE alternate))" in record.prompt_extras["htn_active_plan"]
+
+
+@pytest.mark.parametrize("how", ["node", "setting", "v0.9"])
+def test_sequential_mode_runs_the_branches_one_after_another_in_the_chat(monkeypatch, tmp_path, how):
+    plan = checks_plan()
+    if how == "node":
+        plan["graph"]["nodes"]["fan"]["sequential"] = True
+    elif how == "setting":
+        monkeypatch.setenv("GRAPH_ENGINE_PARALLEL_BRANCHES", "off")
+    use_library(monkeypatch, tmp_path, {"checks": plan})
+    s = Session(layout="old" if how == "v0.9" else "new")
+    s.agent.context.model = model = BranchModel(branch_replies())
+    s.user("run the release checks")
+    s.run_pass(cmd("ls", "README.md"))
+    shown = [s.run_pass(status(0)).prompt_extras.get("htn_active_plan", "") for _ in range(4)]
+    assert model.calls == []  # no subordinate
+    assert ["Current step: Lint" in shown[0], "Current step: Type check" in shown[1],
+            "Current step: Unit tests" in shown[2], "Current step: Report" in shown[3]] == [True] * 4
+    said = [t for t in s.log.texts() if "run one after another" in t]
+    if how == "node":
+        assert said == []  # the plan asked for it: nothing to say
+    else:
+        why = {"setting": "the parallel_branches setting is off", "v0.9": "Agent-Zero v0.9.x runs one agent of a "
+                                                                          "chat at a time"}[how]
+        assert said == [f"[HTN] Workflow 'Release Checks': the branches of 'All checks' run one after another in "
+                        f"this chat ({why})"]
+
+
+def test_a_dot_plan_says_the_same_with_attributes_and_keeps_them_on_export():
+    from graph_engine.authoring.dot import parse
+    from graph_engine.authoring.dot_plan import to_dot, to_plan
+    from graph_engine.core.model import compile_plan
+    src = """digraph checks {
+      graph [goal="Release checks", triggers="run the release checks"]
+      start [shape=Mdiamond]
+      done [shape=Msquare]
+      fan [shape=component, label="All checks", max_parallel=2]
+      lint [label="Lint", prompt="ruff check .", verify="exit_code_zero"]
+      tests [label="Tests", prompt="pytest -q", verify="exit_code_zero"]
+      join [shape=tripleoctagon, fan_in_policy="required", required="tests"]
+      start -> fan
+      fan -> lint
+      fan -> tests
+      lint -> join
+      tests -> join
+      join -> done
+    }"""
+    pid, raw, found = to_plan(parse(src))
+    assert found == []
+    plan = compile_plan(pid, raw)
+    assert plan.fan_in_of == {"fan": "join"} and plan.nodes["fan"].max_parallel == 2
+    assert plan.nodes["join"].fan_in_policy == "required" and plan.nodes["join"].required == ("tests",)
+    assert plan.success_path == ("lint", "tests")  # both branches count as steps
+    again = compile_plan(pid, to_plan(parse(to_dot(pid, raw)))[1])
+    assert (again.nodes["fan"], again.nodes["join"]) == (plan.nodes["fan"], plan.nodes["join"])
+
+
+def test_a_fan_in_policy_the_language_lacks_disables_that_plan_alone():
+    from graph_engine.core.model import PlanError, compile_plan
+    with pytest.raises(PlanError, match="unknown fan-in policy 'most'.*use one of all, any, quorum, required"):
+        compile_plan("c", checks_plan("most"))
+    with pytest.raises(PlanError, match="the required policy names no branch"):
+        compile_plan("c", checks_plan("required"))
