@@ -656,7 +656,7 @@ def branch_started(state: dict[str, Any], branch_id: str) -> tuple[dict[str, Any
         return None
     again = b["status"] == "running"
     b["status"] = "running"
-    emit(state, "branch_started", node=branch_id, branch=branch_id, run=b["run"], **({"again": True} if again else {}))
+    emit(state, "branch_started", node=branch_id, branch=branch_id, branch_run=b["run"], **({"again": True} if again else {}))
     return b["state"], again
 
 
