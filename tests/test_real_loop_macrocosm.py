@@ -113,7 +113,7 @@ def test_three_branches_run_in_their_own_agents_at_the_same_time(a0_tree):
     assert not [c for c in parent if min(s for s, _ in spans) < c["start"] < max(e for _, e in spans)]  # it waited
     summary = next(m for m in run.calls if "The branches met at" in m)
     assert "Current step: Report" in summary and "(every branch must succeed): it routes on success" in summary
-    assert "- 'Lint': success; last check: Lint success, exit status 0; its answer: lint: clean, nothing to fix" \
+    assert "- 'Lint': success; last check: Lint: passed, exit status 0; its answer: lint: clean, nothing to fix" \
         in summary
     events = audit(a0_tree, run.chat_id)
     assert joined(events)["outcomes"] == {b: "success" for b in BRANCHES}

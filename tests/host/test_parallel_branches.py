@@ -69,7 +69,7 @@ def test_three_branches_run_at_once_and_the_parent_waits_without_a_model_call(mo
     shown = record.prompt_extras["htn_active_plan"]
     assert "Current step: Report" in shown  # the same call is shown the step after the fan-in
     assert "The branches met at 'Checks joined' (every branch must succeed): it routes on success." in shown
-    assert "- 'Lint': success; last check: Lint success, exit status 0; its answer: lint: clean" in shown
+    assert "- 'Lint': success; last check: Lint: passed, exit status 0; its answer: lint: clean" in shown
     assert all("[BRANCH: " in p[0] and "Current step: " in p[0] for p in model.prompts.values())
     assert all("[BRANCH DONE: " in p[1] for p in model.prompts.values())
     state = s.state
@@ -262,3 +262,48 @@ def test_a_fan_in_policy_the_language_lacks_disables_that_plan_alone():
         compile_plan("c", checks_plan("most"))
     with pytest.raises(PlanError, match="the required policy names no branch"):
         compile_plan("c", checks_plan("required"))
+
+
+def test_the_card_and_the_component_show_the_branches_side_by_side_while_they_run(monkeypatch, tmp_path):
+    seen = {}
+
+    def look(agent, prompt):  # the tests branch's second call: lint and tests are done, types still at its step
+        card = next(e for e in agent.context.log.entries if e["heading"].startswith("Workflow: Release Checks"))
+        seen.update(card=json.loads(json.dumps(card)))  # as it is now (the item changes in place)
+        return Reply(final="tests: clean")
+
+    model = BranchModel({"lint": [status(0), Reply(final="lint: clean")],
+                         "types": [status(0), Reply(final="types: clean")],
+                         "tests": [status(0), look]}, delay={"lint": 0.0, "types": 0.3, "tests": 0.1})
+    s = at_fork(monkeypatch, tmp_path, model=model)
+    s.run_pass(Reply(warning="x"))
+    card = seen["card"]
+    assert card["heading"] == "Workflow: Release Checks: All checks"
+    assert card["kvps"]["Branches"] == "Lint: success · Type check: at Type check · Unit tests: success"
+    lines = card["content"].splitlines()
+    assert "[done] 2. Lint" in lines and "[current] 3. Type check (its branch is running)" in lines
+    assert "Branches, each in a subordinate agent, at once: Lint: success; Type check: at Type check; " \
+           "Unit tests: success" in lines
+    run = json.loads(card["kvps"]["graph_run"])
+    drawing = json.loads(card["kvps"]["graph"])
+    marks = dict(zip([n[0] for n in drawing["nodes"]], run["marks"]))
+    assert (marks["lint"], marks["types"], marks["tests"], marks["fan"]) == ("d", "c", "d", "c")
+    assert run["branches"] == [["Lint", "success", "", ""], ["Type check", "running", "Type check", ""],
+                               ["Unit tests", "success", "", ""]]
+
+
+def test_the_salute_report_lists_the_branches():
+    from datetime import datetime, timezone
+
+    from graph_engine.host.salute import build_report
+    state = {"plan_name": "Release Checks", "status": "active", "total_steps": 5, "steps_completed": ["prepare"],
+             "current_node": "fan", "events": [],
+             "fork": {"node": "fan", "fan_in": "join", "max_parallel": 4, "branches": [
+                 {"id": "lint", "run": "r1", "status": "success", "state": {}, "answer": "", "reason": "", "seen": 0},
+                 {"id": "types", "run": "r2", "status": "running", "state": {"current_node": "types",
+                                                                             "status": "active"},
+                  "answer": "", "reason": "", "seen": 0}]}}
+    report = build_report(state=state, pace_level="primary", role={}, org={}, agent_number=0, bst_domain="",
+                          now=datetime.now(timezone.utc))
+    assert [(b["id"], b["status"]) for b in report["activity"]["workflow_branches"]] == [("lint", "success"),
+                                                                                         ("types", "running")]

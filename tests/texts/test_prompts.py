@@ -3,7 +3,8 @@
 Golden files: ``fixtures/prompts/<plan>.txt`` hold every text each shipped plan can show the model
 (``graph_engine.tools.prompts``: each step at its first visit, after one and after all failed attempts, each
 decision route, escalation, completion, expiry, end, withdrawal, pause, hold and resume notice; a human-gate
-plan, a plan with a step that accepts a partial result, and a linear plan beside them).  A change to any of it fails here until it is accepted with
+plan, a plan with a step that accepts a partial result, a plan whose branches run at once, and a linear plan beside
+them).  A change to any of it fails here until it is accepted with
 ``make prompts`` (pytest --snapshot-update), so a reviewer reads the new text in the diff.
 
 Proofreading the goldens cannot do by eye is done below: every command parses with ``bash -n`` and runs
@@ -30,6 +31,7 @@ SHIPPED = load_library_file(str(LIBRARY)).plans
 EXTRA_PLANS = load_library_file(str(FIXTURES / "prompt_plans.json")).plans
 EXTRA = {"human_gate__release_approval": EXTRA_PLANS["release_approval"],
          "allow_partial__lint_then_test": EXTRA_PLANS["lint_then_test"],
+         "parallel__release_checks": EXTRA_PLANS["release_checks"],
          "linear__git_feature_branch": load_library_file(
              str(FIXTURES / "legacy_linear_htn_plan_library.json")).plans["git_feature_branch"]}
 ALL = {**SHIPPED, **EXTRA}
@@ -152,7 +154,7 @@ TECHNICAL = {"api", "app", "auth", "bak", "behaviour", "bugfix", "codegen", "pyf
              "docstrings", "ff", "grep", "http", "lockfile", "mkdir", "org", "pytest", "readme", "refactor",
              "refactored", "rm", "rq", "sdk", "sed", "sdist", "timestamps", "traceback", "twine", "txt", "uniq",
              "unmerged", "untracked", "url", "workflow", "xx", "checkout", "dist", "pr",
-             "workflows", "dockerize", "refactoring", "deps"}  # the last: trigger phrases the list quotes
+             "workflows", "dockerize", "refactoring", "deps", "mypy"}  # the last: trigger phrases the list quotes
 SPELLING = SpellChecker()
 
 

@@ -607,6 +607,8 @@ def _fork(run: Run, node: Node) -> None:
     fan_in = plan.fan_in_of[node.id]
     branches = []
     for first in dict.fromkeys(e.dst for e in plan.out_edges.get(node.id, ())):
+        edge = next(e for e in plan.out_edges[node.id] if e.dst == first)
+        emit(s, "edge_followed", **{"from": node.id, "to": first, "condition": edge.condition, "branch": first})
         sub = Run(plan=plan, state=branch_state(plan, s, node.id, fan_in, first), fx=Effects(texts=run.fx.texts))
         _settle(sub)  # a branch may begin with a decision, or meet the fan-in at once
         run.fx.logs.extend(sub.fx.logs)
@@ -669,7 +671,8 @@ def branch_progress(state: dict[str, Any], branch_id: str, sub: dict[str, Any]) 
         return False
     seen = b.get("seen", 0)
     for event in sub.get("events") or ():
-        if event.get("seq", 0) > seen and event.get("type") not in ENDINGS and event.get("type") != "plan_activated":
+        if event.get("seq", 0) > seen and event.get("type") not in ENDINGS and event.get("type") != "plan_activated" \
+                and not (event.get("type") == "node_entered" and event.get("node") == (sub.get("branch") or {}).get("fan_in")):
             emit(state, event["type"], **{k: v for k, v in event.items() if k not in ("type", "seq", "turn")},
                  branch=branch_id)
     b["seen"], b["state"] = max(seen, sub.get("seq", 0)), sub
@@ -734,7 +737,7 @@ def _join(run: Run, fork: dict[str, Any]) -> None:
     _follow(run, Edge(src=fork["node"], dst=fan_in.id, condition="branches"))
     status = "success" if passed else "fail"
     s["outcome"], s["last_outcome"] = {"status": status}, "success" if passed else "exhausted"
-    s["last_failure"] = "" if passed else run.fx.texts.fan_in_failure(fan_in, outcomes)
+    s["last_failure"] = "" if passed else run.fx.texts.fan_in_failure(plan, fan_in, outcomes)
     note = run.fx.texts.fan_in_note(plan, fan_in, fork["branches"], passed)
     emit(s, "decision_routed", node=fan_in.id, outcome=s["last_outcome"])
     edge, _, _ = select_edge(plan, fan_in.id, {"status": status}, s.get("context", {}), "decision", explain=False)

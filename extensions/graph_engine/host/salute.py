@@ -42,6 +42,7 @@ def build_report(*, state: dict[str, Any], pace_level: str, role: dict[str, Any]
             "iterations_on_current_step": f["turns_since_progress"],
             "workflow_node": f["node"],
             "workflow_events": list(state.get("events", [])[-ACTIVITY_EVENTS:]),
+            "workflow_branches": [{k: b[k] for k in ("id", "name", "status", "step")} for b in f["branches"]],
         },
         "location": {"working_directory": "", "files_modified": [], "files_read": [], "resources_claimed": []},
         "unit": {

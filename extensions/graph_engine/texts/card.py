@@ -42,7 +42,46 @@ def facts(plan: Plan | None, state: dict[str, Any], pace_level: str = "") -> dic
         "node": current, "current": node.name if node is not None else "", "step": step, "attempt": attempt,
         "pace_level": (state.get("escalation") or NO_ENTRY).get("pace_level") or pace_level or "primary",
         "turns_since_progress": state.get("turns_since_progress", 0),
+        "branches": branch_facts(plan, state),
     }
+
+
+def branch_facts(plan: Plan | None, state: dict[str, Any]) -> list[dict[str, Any]]:
+    """The branches running at once (a fork), side by side: each one's name, status, step and attempt."""
+    fork = state.get("fork")
+    if not isinstance(fork, dict):
+        return []
+    out = []
+    for b in fork.get("branches", ()):
+        sub = b.get("state") if isinstance(b.get("state"), dict) else NO_ENTRY
+        node = plan.nodes.get(sub.get("current_node", "")) if plan is not None else None
+        running = b.get("status") in ("pending", "running")
+        status = b.get("status", "")
+        if running and sub.get("status", "active") != "active":  # its steps are done; its agent is answering
+            end = next((e for e in reversed(sub.get("events") or ()) if e.get("type") == "branch_finished"), NO_ENTRY)
+            status, running = end.get("outcome", status), False
+        out.append({"id": b.get("id", ""), "name": _name(plan, b.get("id", "")), "status": status,
+                    "at": node.id if node is not None and running and node.type == "task" else "",
+                    "step": node.name if node is not None and running and node.type == "task" else "",
+                    "attempt": _attempt(node, sub) if node is not None and running and node.type == "task" else "",
+                    "reason": _short(b.get("reason", ""))})
+    return out
+
+
+def branch_marks(state: dict[str, Any]) -> tuple[set[str], set[str], set[str]]:
+    """(nodes a running branch is at, nodes its branches completed, nodes whose last check failed there)."""
+    fork = state.get("fork")
+    at, done, failed = set(), set(), set()
+    for b in fork.get("branches", ()) if isinstance(fork, dict) else ():
+        sub = b.get("state") if isinstance(b.get("state"), dict) else NO_ENTRY
+        if b.get("status") in ("pending", "running") and sub.get("status", "active") == "active":
+            at.add(sub.get("current_node", ""))
+        for nid, entry in (sub.get("visited") or NO_ENTRY).items():
+            if entry.get("completed"):
+                done.add(nid)
+            elif entry.get("failures", 0) > 0:
+                failed.add(nid)
+    return at, done, failed
 
 
 def text(plan: Plan | None, state: dict[str, Any], pace_level: str = "", picture: str = "") -> tuple[str, str, dict]:
@@ -61,6 +100,9 @@ def text(plan: Plan | None, state: dict[str, Any], pace_level: str = "", picture
         lines.append(f"Outcome: {_outcome(plan, state, f, end or NO_ENTRY)}")
     if picture:
         lines.append(f"Picture of the run: {picture}")
+    if f["branches"]:
+        lines.append("Branches, each in a subordinate agent, at once: " + "; ".join(_branch_words(b)
+                                                                                for b in f["branches"]))
     if status == "active" and plan is not None:
         if state.get("paused"):
             lines.append("Paused by the user: no step is shown until \"resume the workflow\"")
@@ -69,9 +111,17 @@ def text(plan: Plan | None, state: dict[str, Any], pace_level: str = "", picture
     kvps = {"Plan": f["plan"], "Run": f["run"], "Step": where or "-",
             "Done": f"{f['done']} of {plural(f['total'], 'step')}", "Attempt": f["attempt"] or "-",
             "PACE level": f["pace_level"], "Status": status}
+    if f["branches"]:
+        kvps["Branches"] = " · ".join(_branch_words(b) for b in f["branches"])
     now = where if status == "active" else (f"escalated to PACE level {f['pace_level']}" if status == "escalated"
                                             else status)
     return f"{HEADING}: {f['plan']}: {now}", "\n".join(lines), kvps
+
+
+def _branch_words(b: dict[str, Any]) -> str:
+    if b["step"]:
+        return f"{b['name']}: at {b['step']}" + (f" (attempt {b['attempt']})" if b["attempt"] else "")
+    return f"{b['name']}: {b['status']}" + (f" ({b['reason']})" if b["reason"] and b["status"] != "success" else "")
 
 
 def _steps(plan: Plan, state: dict[str, Any]) -> list[str]:
@@ -87,6 +137,10 @@ def _steps(plan: Plan, state: dict[str, Any]) -> list[str]:
         hi = min(total, lo + 2 * AROUND + 1)
     done, failed = _marks(plan, state, path[lo:hi])
     skipped = {path[i] if isinstance(i, int) and i < total else i for i in state.get("steps_skipped", ())}
+    at = set()
+    if state.get("fork"):  # the branches' own runs say where they are
+        at, more_done, more_failed = branch_marks(state)
+        done, failed = done | more_done, (failed | more_failed) - more_done
     lines = [f"[...] steps 1 to {lo} not listed"] if lo else []
     for i in range(lo, hi):
         nid = path[i]
@@ -94,6 +148,8 @@ def _steps(plan: Plan, state: dict[str, Any]) -> list[str]:
         if nid == current and active:
             extra = _attempt(node, state)
             lines.append(f"[current] {i + 1}. {node.name}" + (f" (attempt {extra})" if extra else ""))
+        elif nid in at and active:
+            lines.append(f"[current] {i + 1}. {node.name} (its branch is running)")
         else:
             mark = 'done' if nid in done else 'skipped' if nid in skipped else 'failed' if nid in failed else 'pending'
             lines.append(f"[{mark}] {i + 1}. {node.name}")

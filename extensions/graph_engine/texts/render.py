@@ -458,19 +458,19 @@ def branch_done_notice(plan: Plan, state: dict[str, Any], outcome: str, reason: 
             + ("" if outcome == "success" else ", and what failed") + ". Run nothing else.")
 
 
-def fan_in_failure(fan_in: Node, outcomes: dict[str, str]) -> str:
-    failed = [b for b, o in outcomes.items() if o != "success"]
-    return f"{plural(len(failed), 'branch')} did not succeed ({', '.join(failed)}); {_policy(fan_in)}"
+def fan_in_failure(plan: Plan, fan_in: Node, outcomes: dict[str, str]) -> str:
+    failed = [f"'{branch_name(plan, b)}'" for b, o in outcomes.items() if o != "success"]
+    return f"{plural(len(failed), 'branch')} did not succeed ({', '.join(failed)}); {_policy(plan, fan_in)}"
 
 
-def _policy(fan_in: Node) -> str:
+def _policy(plan: Plan, fan_in: Node) -> str:
     return POLICY_WORDS.get(fan_in.fan_in_policy, POLICY_WORDS["all"]).format(
-        q=fan_in.quorum, r=" and ".join(f"'{r}'" for r in fan_in.required))
+        q=fan_in.quorum, r=" and ".join(f"'{branch_name(plan, r)}'" for r in fan_in.required))
 
 
 def fan_in_note(plan: Plan, fan_in: Node, branches: list[dict[str, Any]], passed: bool) -> str:
     """The fan-in's evidence, shown with the parent's next step: each branch's outcome, last check and answer."""
-    lines = [f"The branches met at '{fan_in.name}' ({_policy(fan_in)}): it routes on "
+    lines = [f"The branches met at '{fan_in.name}' ({_policy(plan, fan_in)}): it routes on "
              f"{'success' if passed else 'fail'}."]
     for b in branches:
         check = _last_check(plan, b.get("state") or {})
@@ -485,7 +485,8 @@ def fan_in_note(plan: Plan, fan_in: Node, branches: list[dict[str, Any]], passed
 def _last_check(plan: Plan, sub: dict[str, Any]) -> str:
     for event in reversed(sub.get("events") or ()):
         if event.get("type") == "node_verified":
-            return (f"{branch_name(plan, str(event.get('node', '')))} {event.get('outcome', '')}"
+            verdict = {"success": "passed", "fail": "failed"}.get(event.get("outcome", ""), event.get("outcome", ""))
+            return (f"{branch_name(plan, str(event.get('node', '')))}: {verdict}"
                     + (f", {event['reason']}" if event.get("reason") else ""))
     return ""
 

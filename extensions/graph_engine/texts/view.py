@@ -22,7 +22,7 @@ except ImportError:  # pragma: no cover - depends on the environment
 from ..core.control import CONTROLS
 from ..core.kinds import node_kind
 from ..core.model import Plan
-from .card import NO_ENTRY, _attempt, _marks, _scan, _short, facts
+from .card import NO_ENTRY, _attempt, _marks, _scan, _short, branch_marks, facts
 
 VERSION = 1
 MAX_NODES = 40  # a larger plan is shown by its text card alone
@@ -48,7 +48,11 @@ def view(plan: Plan | None, state: dict[str, Any], pace_level: str = "", picture
                for i in state.get("steps_skipped", ())}
     active = f["status"] == "active"
     current = f["node"]
-    marks = "".join("c" if nid == current and active else "d" if nid in done else "s" if nid in skipped else
+    at: set[str] = set()
+    if f["branches"]:  # branches running at once: each one's step is current
+        at, more_done, more_failed = branch_marks(state)
+        done, failed = done | more_done, (failed | more_failed) - more_done
+    marks = "".join("c" if (nid == current or nid in at) and active else "d" if nid in done else "s" if nid in skipped else
                     "f" if nid in failed else "r" if nid == current else "p" for nid in order)
     path = state.get("path") or []
     taken = {(a, b) for a, b in zip(path, path[1:])}
@@ -66,6 +70,8 @@ def view(plan: Plan | None, state: dict[str, Any], pace_level: str = "", picture
         "marks": marks, "taken": [i for i, e in enumerate(edges_of) if e in taken],
         "controls": controls(plan, state, done),
     }
+    if f["branches"]:
+        run["branches"] = [[b["name"], b["status"], b["step"], b["attempt"]] for b in f["branches"]]
     out = _json(run)
     return {KEY: drawing, RUN_KEY: out} if len(out) <= MAX_JSON else {}
 

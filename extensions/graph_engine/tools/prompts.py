@@ -47,7 +47,7 @@ def document(plan: Plan) -> str:
 def sections(plan: Plan) -> list[Section]:
     if plan.mode == "linear":
         return list(_linear_sections(plan))
-    return list(_graph_sections(plan))
+    return list(_graph_sections(plan)) + list(_branch_sections(plan))
 
 
 # ── runs ────────────────────────────────────────────────────────────────────
@@ -252,6 +252,54 @@ def _reach(plan: Plan, node_id: str) -> engine.Run | None:
         else:
             run = _act(run, passed=True)
     return None
+
+
+# ── branches that run at once ───────────────────────────────────────────────
+
+
+def _branch_sections(plan: Plan) -> Iterator[Section]:
+    """For each parallel node whose branches meet at a fan-in: the chat's own agent while they start, each branch
+    agent's first message and first step, its end (passed, and failed with its attempts spent), the reminder when
+    it answers too early, and the step after the fan-in on either route (every branch passed; every one failed)."""
+    from ..core.state import new_state
+    for fork_id, fan_in in plan.fan_in_of.items():
+        name = plan.nodes[fork_id].name
+        state = new_state(plan, "m", "m:0", 0)
+        parent = engine.Run(plan=plan, state=state, fx=engine.Effects(texts=render), concurrent=True)
+        state["current_node"] = fork_id
+        engine._fork(parent, plan.nodes[fork_id])
+        yield Section(f"parallel '{name}': the chat's agent while its branches start", engine.shown_text(parent))
+        for b in state["fork"]["branches"]:
+            sub = b["state"]
+            branch = render.branch_name(plan, b["id"])
+            yield Section(f"branch '{branch}': its agent's first message", render.branch_assignment(plan, sub))
+            yield Section(f"branch '{branch}': its first step", render.context(plan, sub))
+            yield Section(f"branch '{branch}': answered before it was done",
+                          render.branch_not_done(plan, sub, plan.nodes.get(sub["current_node"])))
+            for passed in (True, False):
+                run = _to_end(engine.Run(plan=plan, state=copy.deepcopy(sub), fx=engine.Effects(texts=render)), passed)
+                how = "passed" if passed else "failed on every attempt"
+                yield Section(f"branch '{branch}': {how}, its end", _seen(run))
+        for passed in (True, False):
+            joined = engine.Run(plan=plan, state=copy.deepcopy(state), fx=engine.Effects(texts=render),
+                                concurrent=True)
+            for b in joined.state["fork"]["branches"]:
+                sub, _ = engine.branch_started(joined.state, b["id"])
+                run = _to_end(engine.Run(plan=plan, state=sub, fx=engine.Effects(texts=render)), passed)
+                engine.branch_returned(joined.state, b["id"], run.fx.final_state or run.state,
+                                       f"{b['id']}: all clean" if passed else f"{b['id']}: it still fails")
+            engine._join_when_done(joined)
+            how = "every branch passed" if passed else "every branch failed"
+            yield Section(f"fan-in '{plan.nodes[fan_in].name}': {how}, the next text", _seen(joined))
+
+
+def _to_end(run: engine.Run, passed: bool) -> engine.Run:
+    """A branch's run driven until it ends, every check passing (or failing)."""
+    for _ in range(MAX_DRIVE):
+        if run.fx.ended or run.node.type != "task":
+            break
+        run = _act(run, passed)
+    return run
 
 
 # ── linear plans ────────────────────────────────────────────────────────────

@@ -86,6 +86,15 @@ function component(d, text) {
   }
   facts.push(`PACE ${d.pace}`);
   root.appendChild(el("div", { class: "gw-facts", text: facts.join(" · ") }));
+  if (d.branches && d.branches.length) {  // branches running at once, each in a subordinate agent
+    const row = el("div", { class: "gw-branches", role: "list", "aria-label": "Branches" });
+    for (const [name, status, step, attempt] of d.branches) {
+      const what = step ? `at ${step}${attempt ? ` (attempt ${attempt})` : ""}` : status;
+      row.appendChild(el("div", { class: `gw-branch gw-branch-${step ? "running" : status}`, role: "listitem" },
+        el("span", { class: "gw-branch-name", text: name }), el("span", { class: "gw-branch-step", text: what })));
+    }
+    root.appendChild(row);
+  }
   if (d.check) {
     root.appendChild(el("div", { class: `gw-check gw-check-${d.check.outcome}`,
       text: `Last check: ${d.check.step}: ${d.check.outcome}${d.check.reason ? ", " + d.check.reason : ""}` }));
@@ -192,6 +201,15 @@ function style() {
 .graph-workflow .gw-facts, .graph-workflow .gw-check, .graph-workflow .gw-outcome { margin: .3rem 0;
   color: var(--color-text-muted); }
 .graph-workflow .gw-check-fail { color: var(--color-warning-text); }
+.graph-workflow .gw-branches { display: flex; flex-wrap: wrap; gap: .4rem; margin: .3rem 0; }
+.graph-workflow .gw-branch { display: flex; flex-direction: column; min-width: 8rem; padding: .2rem .5rem;
+  border: 1px solid var(--color-border); border-radius: .4rem; }
+.graph-workflow .gw-branch-name { font-weight: 600; }
+.graph-workflow .gw-branch-step { font-size: .8rem; color: var(--color-text-muted); }
+.graph-workflow .gw-branch-running { border-color: var(--color-highlight); }
+.graph-workflow .gw-branch-success { border-color: #2e7d32; }
+.graph-workflow .gw-branch-fail, .graph-workflow .gw-branch-escalated, .graph-workflow .gw-branch-expired,
+.graph-workflow .gw-branch-stopped { border-color: var(--color-warning-text); }
 .graph-workflow .gw-graph-box { overflow-x: auto; margin: .4rem 0; }
 .graph-workflow .gw-graph { max-width: 100%; height: auto; }
 .graph-workflow .gw-node rect { fill: var(--color-panel); stroke: var(--color-border); stroke-width: 1.2; }
