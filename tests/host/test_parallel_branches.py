@@ -5,8 +5,11 @@ branch that takes its time).  The same behaviour in Agent-Zero's real loop: test
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from scenario import events, use_library
 
+from graph_engine.core.state import DATA_KEY
 from graph_engine.tools.standin import BranchModel, Reply, Session, cmd
 
 PASS, FAIL = '"[exit:0]"', '"[exit:1]"'
@@ -307,3 +310,86 @@ def test_the_salute_report_lists_the_branches():
                           now=datetime.now(timezone.utc))
     assert [(b["id"], b["status"]) for b in report["activity"]["workflow_branches"]] == [("lint", "success"),
                                                                                          ("types", "running")]
+
+
+# ── a restored fork is parsed, not trusted ──────────────────────────────────
+
+
+def saved_mid_fork(monkeypatch, tmp_path) -> tuple[Session, dict]:
+    """The state the chat holds while the branches run (lint at its step, the others done) when the process stops:
+    what its last save and its checkpoint hold."""
+    model = BranchModel({"lint": [kill], **{b: branch_replies()[b] for b in ("types", "tests")}},
+                        delay={"lint": 0.05})
+    s = at_fork(monkeypatch, tmp_path, model=model)
+    import asyncio
+    with pytest.raises(asyncio.CancelledError):
+        s.run_pass(Reply(warning="x"))
+    return s, json.loads(json.dumps(s.agent.get_data(DATA_KEY)))
+
+
+def branch(saved: dict, bid: str) -> dict:
+    return next(b for b in saved["fork"]["branches"] if b["id"] == bid)
+
+
+FORK_DAMAGE = [
+    (lambda s: branch(s, "lint").update(status="sleeping"), "field 'fork' is missing or not null or {node, fan_in"),
+    (lambda s: s["fork"].update(fan_in="report"), "field 'fork' names 'fan' and 'report', not a parallel node"),
+    (lambda s: branch(s, "lint")["state"].update(current_node="nowhere"),
+     "field 'fork' branch 'lint': field 'current_node' names node 'nowhere'"),
+    (lambda s: branch(s, "lint").update(id="report"), "field 'fork' branch 'report' is not a branch of 'fan'"),
+    (lambda s: branch(s, "lint").update(run="elsewhere"), "field 'fork' branch 'lint' is not the run it names"),
+    (lambda s: branch(s, "lint")["state"].update(turn=-1), "field 'fork' branch 'lint': field 'turn' is -1"),
+    (lambda s: branch(s, "lint")["state"].pop("branch"), "field 'fork' is missing or not null or {node, fan_in"),
+    (lambda s: s.update(fork=None), "field 'current_node' is 'fan', a parallel node, where a run does not rest"),
+]
+
+
+@pytest.mark.parametrize("edit, said", FORK_DAMAGE, ids=[said[:50] for _, said in FORK_DAMAGE])
+def test_a_restored_fork_with_an_impossible_value_is_rejected_naming_it(monkeypatch, tmp_path, edit, said):
+    s, saved = saved_mid_fork(monkeypatch, tmp_path)
+    edit(saved)
+    after = s.restarted({**s.saved, DATA_KEY: saved})
+    after.agent.context.model = BranchModel({})
+    after.nudge()
+    after.run_pass(Reply(warning="x"))
+    warnings = [t for t in after.log.texts("warning") if "Ignored an unusable workflow state" in t]
+    assert len(warnings) == 1 and said in warnings[0], warnings
+    assert [t for t in after.log.texts("error") if "Workflow engine error" in t] == []
+    assert after.agent.context.model.calls == []  # no branch agent for a state that cannot be trusted
+
+
+def test_a_restored_fork_as_saved_resumes(monkeypatch, tmp_path):
+    s, saved = saved_mid_fork(monkeypatch, tmp_path)
+    after = s.restarted({**s.saved, DATA_KEY: saved})
+    after.agent.context.model = model = BranchModel({"lint": [status(0), Reply(final="lint: clean")]})
+    after.nudge()
+    after.run_pass(Reply(warning="x"))
+    assert [b for b, what in model.calls if what == "start"] == ["lint", "lint"]
+    assert after.state["current_node"] == "report"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(changes=st.lists(st.tuples(st.sampled_from(["status", "seen", "answer", "run", "id", "state.current_node",
+                                                   "state.status", "state.turn", "state.seq", "fork.max_parallel",
+                                                   "fork.fan_in", "fork.branches"]),
+                                  st.integers(-2, 99) | st.sampled_from(["lint", "types", "join", "fan", "nowhere",
+                                                                         "running", "success", "pending", ""])
+                                  | st.none() | st.lists(st.none(), max_size=2)), min_size=1, max_size=3))
+def test_a_fork_the_parser_accepts_is_one_the_engine_runs(monkeypatch, tmp_path, changes):
+    s, saved = saved_mid_fork(monkeypatch, tmp_path)
+    for key, value in changes:
+        lint = next((b for b in saved["fork"]["branches"] or () if isinstance(b, dict) and b.get("id") == "lint"),
+                    None) if isinstance(saved["fork"].get("branches"), list) else None
+        if key.startswith("fork."):
+            saved["fork"][key[5:]] = value
+        elif lint is not None and key.startswith("state.") and isinstance(lint.get("state"), dict):
+            lint["state"][key[6:]] = value
+        elif lint is not None and not key.startswith("state."):
+            lint[key] = value
+    after = s.restarted({**s.saved, DATA_KEY: saved})
+    after.agent.context.model = BranchModel({"lint": [status(0), Reply(final="lint: clean")]})
+    after.nudge()
+    after.run_pass(Reply(warning="x"))
+    assert [t for t in after.log.texts("error") if "Workflow engine error" in t] == []
+    rejected = [t for t in after.log.texts("warning") if "Ignored an unusable workflow state" in t]
+    assert rejected or after.state is None or after.state["current_node"] in ("report", "fan")
