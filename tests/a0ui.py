@@ -2,8 +2,8 @@
 
     <tree python> tests/a0ui.py --a0-root TREE --script SCRIPT.json --port PORT --calls CALLS.json
 
-Run with the installed pack on PYTHONPATH (tests/test_real_ui.py does).  SCRIPT.json: {"replies": [...]} as for
-graph_engine.host.a0driver; each chat call the model receives is written to CALLS.json as it happens, so a test
+Run with the installed pack on PYTHONPATH (tests/test_real_ui.py does).  SCRIPT.json: {"replies": [...], "branch_replies":
+{...}, "chat_delay": ...} as for graph_engine.host.a0driver; each chat call the model receives is written to CALLS.json as it happens, so a test
 can read what the model was told.  Nothing is sent to any model.
 """
 
@@ -22,12 +22,13 @@ def main() -> None:
     spec = json.loads(Path(args.script).read_text())
     from graph_engine.host import a0driver
 
-    script = a0driver.Script(spec.get("replies", []), spec.get("utility_reply", "[]"))
+    script = a0driver.Script(spec.get("replies", []), spec.get("utility_reply", "[]"), None,
+                             spec.get("branch_replies"), spec.get("chat_delay") or 0.0)
     calls = Path(args.calls)
     chat = script.chat
 
-    def recorded(messages):
-        reply = chat(messages)
+    def recorded(messages, *args, **kwargs):
+        reply = chat(messages, *args, **kwargs)
         calls.write_text(json.dumps([c["messages"] for c in script.calls]))
         return reply
 

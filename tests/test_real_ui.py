@@ -51,11 +51,13 @@ def free_port() -> int:
 class UI:
     """One Agent-Zero web UI process on a localhost port, the pack installed as a plugin, its model scripted."""
 
-    def __init__(self, tree: A0Copy, replies: list[str], work: Path) -> None:
+    def __init__(self, tree: A0Copy, replies: list[str], work: Path, env: dict | None = None,
+                 branch_replies: dict | None = None, chat_delay=0.0) -> None:
         self.tree, self.port, self.calls = tree, free_port(), work / "calls.json"
-        (work / "script.json").write_text(json.dumps({"replies": replies}))
+        (work / "script.json").write_text(json.dumps({"replies": replies, "branch_replies": branch_replies or {},
+                                                      "chat_delay": chat_delay}))
         env = {**os.environ, "PYTHONPATH": str(tree.package_home()), "A0_ROOT": str(tree.root),
-               "PYTHONDONTWRITEBYTECODE": "1"}
+               "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
         env.pop("GRAPH_ENGINE_RUNS_DIR", None)
         self.log = open(work / "server.log", "w")
         self.process = subprocess.Popen(
@@ -136,6 +138,9 @@ def component(page) -> dict:
         if (!c) return null;
         return {count: all.length, status: c.dataset.status, plan: c.querySelector('.gw-plan')?.textContent,
                 current: c.querySelector('.gw-mark-current')?.dataset.node || '',
+                currents: [...c.querySelectorAll('.gw-mark-current')].map(n => n.dataset.node),
+                branches: [...c.querySelectorAll('.gw-branch')].map(b => [b.querySelector('.gw-branch-name')
+                    .textContent, b.querySelector('.gw-branch-step').textContent, b.className]),
                 done: [...c.querySelectorAll('.gw-mark-done')].map(n => n.dataset.node),
                 buttons: [...c.querySelectorAll('.gw-button')].map(b => b.dataset.say),
                 text: c.querySelector('.gw-text pre')?.textContent || ''};
@@ -273,6 +278,49 @@ def test_a_step_clicked_on_the_graph_and_stop_clicked_mid_run_steer_the_run(tree
         assert len(ended) == 1 and ended[0]["said"] == "stop the workflow"
         last = ui.model_calls()[-1]
         assert any("[WORKFLOW STOPPED by the user: Bug Fix Workflow]" in m["content"] for m in last)
+        assert errors == []
+    finally:
+        ui.close()
+
+
+def test_branches_running_at_once_show_side_by_side_then_join(tree, browser, tmp_path):
+    """A plan whose three checks run at once, each in a subordinate agent (a model that takes 3 s per branch call):
+    the component shows the three branches side by side with their steps, each current on the graph, while they
+    run; then the run goes on past the fan-in and completes."""
+    from test_parallel_branches import checks_plan
+    folder = tree.root / "usr" / "workdir" / "release"
+    folder.mkdir(parents=True, exist_ok=True)
+    for b in ("lint", "types", "tests"):
+        (folder / f"{b}.sh").write_text(f'echo "{b}: clean"\n')
+    plan = checks_plan()
+    for b in ("lint", "types", "tests"):
+        plan["graph"]["nodes"][b].update(tool_hint=f"cd {folder} && sh {b}.sh", max_retries=1)
+    library = tmp_path / "release_checks.json"
+    library.write_text(json.dumps({"_meta": {"version": "2.0"}, "plans": {"release_checks": plan}}))
+
+    def check(b, again=""):
+        return terminal(f'cd {folder} && sh {b}.sh; echo "[exit:$?]"{again}', f"Run the {b} check{again}")
+
+    branch_replies = {b: [check(b), check(b, " # again"), respond(f"{b}: clean")] for b in ("lint", "types", "tests")}
+    replies = [terminal(f"ls {folder}", "Prepare"), terminal('echo "release checks: done"', "Summary"),
+               respond("All three checks passed.")]
+    ui = UI(tree, replies, tmp_path, env={"GRAPH_ENGINE_LIBRARY": str(library)}, branch_replies=branch_replies,
+            chat_delay={"lint": 3.0, "types": 3.0, "tests": 3.0})
+    try:
+        page, errors = open_chat(browser, ui)
+        send(page, f"run the release checks in {folder}")
+        running = wait_for(page, lambda c: c["status"] == "active" and len(c["branches"]) == 3
+                           and sum("gw-branch-running" in cls for _, _, cls in c["branches"]) == 3,
+                           "three branches running")
+        assert [name for name, _, _ in running["branches"]] == ["Lint", "Type check", "Unit tests"]
+        assert [step for _, step, _ in running["branches"]] == ["at Lint (attempt 1 of 2)",
+                                                                "at Type check (attempt 1 of 2)",
+                                                                "at Unit tests (attempt 1 of 2)"]
+        assert {"lint", "types", "tests"} <= set(running["currents"])
+        shot(page, "6-branches-running")
+        done = wait_for(page, lambda c: c["status"] == "completed", "the run completed", timeout=120)
+        assert {"prepare", "lint", "types", "tests", "report"} <= set(done["done"]) and done["branches"] == []
+        shot(page, "7-branches-joined")
         assert errors == []
     finally:
         ui.close()

@@ -84,6 +84,11 @@ def test_three_branches_run_at_once_and_the_parent_waits_without_a_model_call(mo
     assert {e["branch"] for e in branch_lines if e["type"] == "node_verified"} == {"lint", "types", "tests"}
     joined = events(s, "parallel_joined")[0]
     assert joined["outcomes"] == {"lint": "success", "types": "success", "tests": "success"} and joined["passed"]
+    card = next(e for e in s.log.entries if e["heading"].startswith("Workflow: Release Checks"))
+    drawing, run = json.loads(card["kvps"]["graph"]), json.loads(card["kvps"]["graph_run"])
+    taken = {tuple(drawing["edges"][i][:2]) for i in run["taken"]}
+    assert {("fan", b) for b in ("lint", "types", "tests")} | {(b, "join") for b in ("lint", "types", "tests")} \
+        <= taken  # the component draws the edges each branch took
 
 
 @pytest.mark.parametrize("policy, fan_in, failing, route", [

@@ -56,6 +56,8 @@ def view(plan: Plan | None, state: dict[str, Any], pace_level: str = "", picture
                     "f" if nid in failed else "r" if nid == current else "p" for nid in order)
     path = state.get("path") or []
     taken = {(a, b) for a, b in zip(path, path[1:])}
+    if plan.fan_in_of:  # branches run at once: the edges they took are in the events (each with its branch)
+        taken |= {(e.get("from"), e.get("to")) for e in state.get("events") or () if e.get("type") == "edge_followed"}
     verdict, _, end = _scan(state.get("events") or ())
     run = {
         "v": VERSION, "run": f["run"], "status": f["status"], "paused": bool(state.get("paused")),
