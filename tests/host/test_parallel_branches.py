@@ -398,3 +398,80 @@ def test_a_fork_the_parser_accepts_is_one_the_engine_runs(monkeypatch, tmp_path,
     assert [t for t in after.log.texts("error") if "Workflow engine error" in t] == []
     rejected = [t for t in after.log.texts("warning") if "Ignored an unusable workflow state" in t]
     assert rejected or after.state is None or after.state["current_node"] in ("report", "fan")
+
+
+# ── what can go wrong with a branch's agent ─────────────────────────────────
+
+
+def test_a_branch_agent_that_raises_fails_its_branch_alone(monkeypatch, tmp_path):
+    def broken(agent, prompt):
+        raise RuntimeError("the model server went away")
+
+    model = BranchModel({**branch_replies(), "types": [broken]})
+    s = at_fork(monkeypatch, tmp_path, plan=checks_plan("any"), model=model)
+    record = s.run_pass(Reply(warning="x"))
+    joined = events(s, "parallel_joined")[0]
+    assert joined["outcomes"] == {"lint": "success", "types": "fail", "tests": "success"} and joined["passed"]
+    returned = [e for e in events(s, "branch_returned") if e["branch"] == "types"]
+    assert returned[0]["reason"] == "its agent failed (RuntimeError: the model server went away)"
+    assert "- 'Type check': fail (its agent failed (RuntimeError: the model server went away))" in \
+        record.prompt_extras["htn_active_plan"]
+    assert [t for t in s.log.texts() if "Branch 'Type check'" in t] == [
+        "[HTN] Branch 'Type check' of workflow 'Release Checks' ended: fail"]
+    assert [t for t in s.log.texts("error") if "Workflow engine error" in t] == []
+
+
+def test_a_branch_agent_that_answers_too_early_is_told_to_go_on_then_its_branch_fails(monkeypatch, tmp_path):
+    early = [Reply(final="types: I think it is fine."), Reply(final="types: really fine."),
+             Reply(final="types: fine, I said.")]
+    model = BranchModel({**branch_replies(), "types": early})
+    s = at_fork(monkeypatch, tmp_path, plan=checks_plan("any"), model=model)
+    s.run_pass(Reply(warning="x"))
+    assert [what for b, what in model.calls if b == "types"].count("start") == 3  # its answer, then two reminders
+    types_agent_saw = model.prompts["types"]
+    assert all("Current step: Type check" in p for p in types_agent_saw)
+    returned = [e for e in events(s, "branch_returned") if e["branch"] == "types"][0]
+    assert returned["outcome"] == "fail" and returned["reason"] == \
+        "its agent answered before the branch reached the fan-in"
+    assert returned["answer"] == "types: fine, I said."
+
+
+def test_a_stopped_chat_stops_its_branches_agents(monkeypatch, tmp_path):
+    """Agent-Zero stops the chat's task (the person's stop button, a reset): the hook waiting for the branches is
+    cancelled, and so is every branch's agent."""
+    import asyncio
+    left = {}
+
+    def stop_the_chat(agent, prompt):
+        for task in asyncio.all_tasks():
+            if task.get_coro().__name__ == "execute":  # the chat agent's hook call (the stand-in runs it so)
+                task.cancel()
+        left["tasks"] = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        return status(0)
+
+    model = BranchModel({**branch_replies(), "tests": [stop_the_chat]}, delay={"lint": 0.5, "types": 0.5})
+    s = at_fork(monkeypatch, tmp_path, model=model)
+    with pytest.raises(asyncio.CancelledError):
+        s.run_pass(Reply(warning="x"))
+    assert left["tasks"] and all(t.done() for t in left["tasks"])
+    assert [b for b, what in model.calls if what == "end"].count("lint") == 1  # cut short: no second call
+    assert "lint" not in [e.get("branch") for e in events(s, "branch_returned")]
+
+
+def test_a_plan_that_begins_with_its_branches_runs_them_once_the_selector_confirms_it(monkeypatch, tmp_path):
+    plan = checks_plan()
+    plan["graph"]["edges"] = [e for e in plan["graph"]["edges"] if e["from"] not in ("start", "prepare")]
+    plan["graph"]["edges"].insert(0, {"from": "start", "to": "fan"})
+    del plan["graph"]["nodes"]["prepare"]
+    use_library(monkeypatch, tmp_path, {"checks": plan})
+    s = Session()
+    s.agent.context.model = model = BranchModel(branch_replies())
+    s.user("could you run the release checks for me before lunch")  # trigger phrases: the selector confirms
+    first = s.run_pass(Reply(code='echo "[waiting for the branches]"', output="[waiting for the branches]"))
+    shown = first.prompt_extras["htn_active_plan"]
+    assert "Run exactly this command and nothing else: echo \"[waiting for the branches]\"" in shown
+    assert len([c for c in model.calls if c[1] == "start"]) == 6  # run in the same pass, once confirmed
+    second = s.run_pass(cmd("echo report", "report"))
+    assert "Current step: Report" in second.prompt_extras["htn_active_plan"]
+    assert "The branches met at 'Checks joined'" in second.prompt_extras["htn_active_plan"]
+    assert [e["type"] for e in events(s, "evidence_ignored")] == []  # the wait command was no step's evidence

@@ -748,8 +748,8 @@ def _join(run: Run, fork: dict[str, Any]) -> None:
         _settle(run)
     if run.fx.ended:
         run.fx.context = note + "\n\n" + (run.fx.context or "")
-    else:
-        s["route_note"] = note
+    else:  # shown above the next step until the first call after the join has seen it
+        run.fx.notice = note if not run.fx.notice else run.fx.notice + "\n\n" + note
 
 
 def _absorb(run: Run, sub: Any) -> None:

@@ -479,7 +479,7 @@ def fan_in_note(plan: Plan, fan_in: Node, branches: list[dict[str, Any]], passed
         lines.append(f"- '{branch_name(plan, b['id'])}': {b['status']}"
                      + (f" ({b['reason']})" if b.get("reason") and b["status"] != "success" else "")
                      + (f"; last check: {check}" if check else "") + (f"; its answer: {answer}" if answer else ""))
-    return "\n    ".join(lines)
+    return "\n  ".join(lines)
 
 
 def _last_check(plan: Plan, sub: dict[str, Any]) -> str:

@@ -290,7 +290,8 @@ def _branch_sections(plan: Plan) -> Iterator[Section]:
                                        f"{b['id']}: all clean" if passed else f"{b['id']}: it still fails")
             engine._join_when_done(joined)
             how = "every branch passed" if passed else "every branch failed"
-            yield Section(f"fan-in '{plan.nodes[fan_in].name}': {how}, the next text", _seen(joined))
+            notice = joined.fx.notice + "\n\n" if joined.fx.notice and not joined.fx.ended else ""
+            yield Section(f"fan-in '{plan.nodes[fan_in].name}': {how}, the next text", notice + _seen(joined))
 
 
 def _to_end(run: engine.Run, passed: bool) -> engine.Run:
