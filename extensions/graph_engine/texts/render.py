@@ -197,7 +197,9 @@ def graph_context(plan: Plan, state: dict[str, Any]) -> str:
         who = "Last attempt" if failed in ("", node.id) else _texts(plan).task_name.get(failed, failed)
         lines.append(f"  {who} failed: {state['last_failure']}")
     key = (node.id, min(failures, node.max_retries))  # past its budget a node's ways forward stay the same
-    forward = texts.forward.get(key)
+    sequential = _sequential_branch(plan, state, node) if state.get("parallel") else None
+    forward = texts.forward.get(key) if sequential is None else "\n".join(
+        _paths_forward(plan, node, key[1], sequential[0], sequential[1]))
     if forward is None:
         forward = "\n".join(_paths_forward(plan, node, key[1]))
         if key[1] <= FORWARD_CACHED:  # a budget of a billion retries must not grow the cache for ever
@@ -302,12 +304,35 @@ def node_words(plan: Plan, node_id: str | None) -> str:
     return dst.name
 
 
-def _words(plan: Plan, targets: tuple[str | None, ...], inside: Any = None) -> str:
-    """The steps ``targets`` name, in words; with ``inside`` (a branch's nodes) a step past them is the branch's end."""
+def _words(plan: Plan, targets: tuple[str | None, ...], inside: Any = None, end: str = "the end of this branch") -> str:
+    """The steps ``targets`` name, in words; with ``inside`` (a branch's nodes) a step past them is ``end``; the
+    first steps of a parallel node's branches are named as its branches."""
     if inside is not None:
-        words = dict.fromkeys(node_words(plan, t) if t in inside else "the end of this branch" for t in targets)
+        words = dict.fromkeys(node_words(plan, t) if t in inside else end for t in targets)
         return " or ".join(words) or node_words(plan, None)
+    if len(targets) > 1:
+        for fork in plan.fan_in_of:
+            firsts = list(dict.fromkeys(e.dst for e in plan.out_edges.get(fork, ())))
+            if set(firsts) == set(targets):
+                names = [f"'{branch_name(plan, b)}'" for b in firsts]
+                return f"the branches of '{plan.nodes[fork].name}': {', '.join(names[:-1])} and {names[-1]}"
     return " or ".join(node_words(plan, t) for t in targets) or node_words(plan, None)
+
+
+def _sequential_branch(plan: Plan, state: dict[str, Any], node: Node) -> tuple[frozenset[str], str] | None:
+    """(the nodes of the branch the run is in, what comes after it) when the run's own agent runs a parallel node's
+    branches one after another and is in one of them; else None."""
+    frame = state["parallel"][-1]
+    fan_in = plan.fan_in_of.get(frame["node"])
+    if not fan_in:
+        return None
+    branches = list(dict.fromkeys(e.dst for e in plan.out_edges.get(frame["node"], ())))
+    at = len(branches) - len(frame["pending"]) - 1
+    if not 0 <= at < len(branches) or node.id not in _branch_nodes(plan, branches[at], fan_in):
+        return None
+    after = (f"the next branch, '{branch_name(plan, frame['pending'][0])}'" if frame["pending"] else
+             f"'{plan.nodes[fan_in].name}', where the branches meet")
+    return _branch_nodes(plan, branches[at], fan_in), after
 
 
 def _targets(plan: Plan, targets: tuple[str | None, ...]) -> str:
@@ -334,11 +359,12 @@ def _comes_back(plan: Plan, start: str | None, node_id: str) -> bool:
 BACK_STEPS = 6
 
 
-def _paths_forward(plan: Plan, node: Node, failures: int, inside: Any = None) -> list[str]:
+def _paths_forward(plan: Plan, node: Node, failures: int, inside: Any = None,
+                   end: str = "the end of this branch") -> list[str]:
     """Where the run goes when this attempt passes or fails (through decisions), in the words the model reads;
-    ``inside``: the nodes of the branch the run is (a step past them is the branch's end)."""
+    ``inside``: the nodes of the branch the run is in (a step past them is ``end``)."""
     def _targets(plan: Plan, targets: tuple[str | None, ...]) -> str:
-        return _words(plan, targets, inside)
+        return _words(plan, targets, inside, end)
     lines = [f"  If the check passes → {_targets(plan, resolve(plan, node.id, 'success'))}"]
     if node.verify is None:
         return lines  # a step without a check passes on its tool's result
