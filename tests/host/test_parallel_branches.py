@@ -475,3 +475,15 @@ def test_a_plan_that_begins_with_its_branches_runs_them_once_the_selector_confir
     assert "Current step: Report" in second.prompt_extras["htn_active_plan"]
     assert "The branches met at 'Checks joined'" in second.prompt_extras["htn_active_plan"]
     assert [e["type"] for e in events(s, "evidence_ignored")] == []  # the wait command was no step's evidence
+
+
+def test_the_picture_of_the_run_draws_each_branch_it_ran(monkeypatch, tmp_path):
+    monkeypatch.setenv("GRAPH_ENGINE_PICTURE", "mermaid")
+    s = at_fork(monkeypatch, tmp_path, plan=checks_plan("any"), model=BranchModel(branch_replies(("types",))))
+    s.run_pass(Reply(warning="x"))
+    s.run_pass(cmd("echo report", "report"))
+    s.run_pass(Reply(final="Done."))
+    picture = open(s.agent._htn_last_run["picture"]).read()
+    for b in ("lint", "types", "tests"):  # each branch's way, drawn as taken once (==>), its nodes entered once
+        assert f'fan ==>|"always x1"| {b}' in picture and f'{b} ==>|"always x1"| join' in picture, picture
+    assert 'join["Checks joined x1"]' in picture and 'report ==>|"always x1"| done' in picture
