@@ -123,6 +123,7 @@ def test_three_branches_run_in_their_own_agents_at_the_same_time(a0_tree):
     folder = a0_tree.root / "usr" / "graph_engine" / "runs" / run.chat_id
     assert all((folder / f"{r}.jsonl").is_file() for r in runs) and len(runs) == 3  # each branch's own log
     assert types(events)[-1] == "plan_completed" and a0_tree.state(run.chat_id) is None
+    assert "did not close" not in json.dumps(a0_tree.chat(run.chat_id))  # each branch's terminal was closed
 
 
 @pytest.mark.parametrize("policy, fan_in, route", [("all", {}, "stuck"), ("any", {}, "report"),
@@ -193,6 +194,7 @@ def test_stop_the_workflow_while_branches_run_stops_them_all(a0_tree):
     assert "[WORKFLOW STOPPED by the user: Release Checks]" in run.last_user[-1]
     assert not [e for e in events if e.get("type") == "node_verified" and e.get("branch")]  # none got as far
     assert not [c for c in calls_of(run) if c["branch"]]  # each branch was stopped during its first model call
+    assert "did not close" not in json.dumps(a0_tree.chat(run.chat_id))
     assert a0_tree.state(run.chat_id) is None
 
 

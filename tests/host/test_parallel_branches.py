@@ -13,6 +13,7 @@ from graph_engine.core.state import DATA_KEY
 from graph_engine.tools.standin import BranchModel, Reply, Session, cmd
 
 PASS, FAIL = '"[exit:0]"', '"[exit:1]"'
+BRANCHES = ("lint", "types", "tests")
 
 
 def checks_plan(policy: str = "all", **fan_in) -> dict:
@@ -487,3 +488,48 @@ def test_the_picture_of_the_run_draws_each_branch_it_ran(monkeypatch, tmp_path):
     for b in ("lint", "types", "tests"):  # each branch's way, drawn as taken once (==>), its nodes entered once
         assert f'fan ==>|"always x1"| {b}' in picture and f'{b} ==>|"always x1"| join' in picture, picture
     assert 'join["Checks joined x1"]' in picture and 'report ==>|"always x1"| done' in picture
+
+
+class Terminal:
+    """Agent-Zero's terminal session as its code execution tool keeps it (``_cet_state.shells[n].session``)."""
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+def opens_a_terminal(opened: list, then: Reply):
+    def reply(agent, prompt):
+        from types import SimpleNamespace
+        terminal = Terminal()
+        opened.append(terminal)
+        agent.set_data("_cet_state", SimpleNamespace(shells={0: SimpleNamespace(session=terminal)}))
+        return then
+    return reply
+
+
+@pytest.mark.parametrize("stopped", [False, True])
+def test_a_branch_agents_terminals_close_when_it_is_done_or_stopped(monkeypatch, tmp_path, stopped):
+    from graph_engine.tools.standin import UserMessage
+    opened: list = []
+
+    def open_fail_and_stop(agent, prompt):
+        agent.intervention = UserMessage(message="stop the workflow")
+        return opens_a_terminal(opened, status(1))(agent, prompt)
+
+    plan = checks_plan()
+    plan["graph"]["nodes"]["lint"]["max_retries"] = 1
+    if stopped:  # lint opens its terminal, fails, the person says stop; lint is cut short in its second call
+        replies = {"lint": [open_fail_and_stop, status(0)], "types": [status(0)], "tests": [status(0)]}
+        delay = {"lint": 0.2, "types": 0.6, "tests": 0.6}
+    else:
+        replies = {b: [opens_a_terminal(opened, status(0)), Reply(final=f"{b}: clean")] for b in BRANCHES}
+        delay = 0.0
+    model = BranchModel(replies, delay=delay)
+    s = at_fork(monkeypatch, tmp_path, plan=plan, model=model)
+    s.run_pass(Reply(warning="x"))
+    assert len(opened) == (1 if stopped else 3) and all(t.closed for t in opened)
+    if stopped:
+        assert s.agent.intervention.message == "stop the workflow" and not events(s, "parallel_joined")

@@ -125,21 +125,10 @@ async def run(parent: Any, state: dict[str, Any], plan: Any, state_attr: str, re
             sub = _subordinate(parent, branch_id)
             setattr(sub, state_attr, sub_state)
             sub.hist_add_user_message(_message(parent, render.branch_assignment(plan, sub_state)))
-            answer, problem = "", ""
-            for attempt in range(NUDGES + 1):
-                try:
-                    answer = await sub.monologue()
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - the branch fails, the others go on
-                    problem = f"its agent failed ({type(exc).__name__}: {exc})"
-                    break
-                current = getattr(sub, state_attr, None)
-                if not (isinstance(current, dict) and current.get("status", "active") == "active"):
-                    break
-                if attempt < NUDGES:
-                    node = plan.nodes.get(current.get("current_node", ""))
-                    sub.hist_add_user_message(_message(parent, render.branch_not_done(plan, current, node)))
+            try:
+                answer, problem = await _converse(sub, plan, state_attr, parent)
+            finally:  # done, failed or stopped: its terminals end with it
+                await _release(sub, log)
             final = _final(sub, state_attr, sub_state)
             outcome = engine.branch_returned(state, branch_id, final, answer if isinstance(answer, str) else "",
                                              problem)
@@ -173,6 +162,47 @@ async def run(parent: Any, state: dict[str, Any], plan: Any, state_attr: str, re
     except asyncio.CancelledError:
         await _cancel(tasks)
         raise
+
+
+async def _converse(sub: Any, plan: Any, state_attr: str, parent: Any) -> tuple[Any, str]:
+    """The branch's agent works until its branch is done (told to go on when it answers before): (its last
+    answer, why it failed or "")."""
+    answer, problem = "", ""
+    for attempt in range(NUDGES + 1):
+        try:
+            answer = await sub.monologue()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the branch fails, the others go on
+            return answer, f"its agent failed ({type(exc).__name__}: {exc})"
+        current = getattr(sub, state_attr, None)
+        if not (isinstance(current, dict) and current.get("status", "active") == "active"):
+            break
+        if attempt < NUDGES:
+            node = plan.nodes.get(current.get("current_node", ""))
+            sub.hist_add_user_message(_message(parent, render.branch_not_done(plan, current, node)))
+    return answer, problem
+
+
+RELEASE_SECONDS = 5.0  # the longest a branch's terminals are waited for as they close
+
+
+async def _release(sub: Any, log: Callable[[str, str], None]) -> None:
+    """Close the terminals a branch's agent opened (Agent-Zero keeps them in its ``_cet_state``): a stopped branch's
+    command must not run on, and a finished one leaves no shell behind.  Never raises."""
+    try:
+        state = sub.get_data("_cet_state")
+        shells = list(getattr(state, "shells", {}).values())
+    except Exception:  # noqa: BLE001 - an agent without data opened none
+        return
+    for shell in shells:
+        try:
+            await asyncio.wait_for(asyncio.shield(shell.session.close()), RELEASE_SECONDS)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one line, the others are closed all the same
+            log("warning", f"[HTN] A branch's terminal did not close ({type(exc).__name__}: {exc}); it may run on "
+                           "until Agent-Zero restarts")
 
 
 def _final(sub: Any, state_attr: str, started: dict[str, Any]) -> dict[str, Any] | None:
