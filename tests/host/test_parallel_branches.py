@@ -533,3 +533,16 @@ def test_a_branch_agents_terminals_close_when_it_is_done_or_stopped(monkeypatch,
     assert len(opened) == (1 if stopped else 3) and all(t.closed for t in opened)
     if stopped:
         assert s.agent.intervention.message == "stop the workflow" and not events(s, "parallel_joined")
+
+
+def test_a_branch_agent_that_never_answers_is_stopped_three_calls_after_its_branch_is_done(monkeypatch, tmp_path):
+    chatty = [status(0)] + [cmd(f"echo more {i}", f"more {i}") for i in range(20)]  # never the response tool
+    model = BranchModel({**branch_replies(), "types": chatty})
+    s = at_fork(monkeypatch, tmp_path, model=model)
+    record = s.run_pass(Reply(warning="x"))
+    assert [what for b, what in model.calls if b == "types"].count("start") == 1 + 3  # its step, then three more
+    assert events(s, "parallel_joined")[0]["outcomes"]["types"] == "success"  # it keeps its branch's outcome
+    assert s.state["current_node"] == "report" and "Current step: Report" in record.prompt_extras["htn_active_plan"]
+    assert [t for t in s.log.texts("warning") if "without answering" in t] == [
+        "[HTN] Branch 'Type check' of workflow 'Release Checks': its agent made 3 model calls after the branch was "
+        "done without answering; it was stopped, and the branch keeps its outcome"]

@@ -29,7 +29,15 @@ NUDGES = 2  # times a branch's agent that answered too early is told to go on
 POLL = 0.05  # seconds between two looks at the parent's pending message while branches run
 SUPERIOR = "_superior"  # Agent.DATA_NAME_SUPERIOR in both layouts
 
+STATE_ATTR_KEY = "_graph_engine_state_attr"  # on a branch's agent: the attribute its run state is in
+AFTER_END_KEY = "_graph_engine_calls_after_end"  # on a branch's agent: its model calls since its branch ended
+MAX_CALLS_AFTER_END = 3  # model calls a branch's agent may make after its branch ended before it is stopped
+
 _CLASSES: dict[type, type] = {}
+
+
+class Overdue(asyncio.CancelledError):
+    """A branch's agent kept calling its model after its branch was done: its monologue is ended."""
 
 
 def unable(agent: Any) -> str:
@@ -71,15 +79,28 @@ def _branch_class(cls: type) -> type:
             if message is not None and mine is not None:
                 mine[0].intervention = message
 
-        found = _CLASSES[cls] = type(f"Branch{cls.__name__}", (cls,), {
+        members: dict[str, Any] = {
             "intervention": property(_get, _set, doc="a branch's agent takes no message: the parent does"),
-            "__module__": cls.__module__})
+            "__module__": cls.__module__}
+        if inspect.iscoroutinefunction(getattr(cls, "call_chat_model", None)):
+            async def call_chat_model(self: Any, *args: Any, **kwargs: Any) -> Any:
+                """Its model, until it has made MAX_CALLS_AFTER_END calls since its branch ended without
+                answering: a model that never answers must not keep the chat's agent waiting for ever."""
+                current = getattr(self, self.__dict__.get(STATE_ATTR_KEY, "_htn_state"), None)
+                if not (isinstance(current, dict) and current.get("status", "active") == "active"):
+                    calls = self.__dict__[AFTER_END_KEY] = self.__dict__.get(AFTER_END_KEY, 0) + 1
+                    if calls > MAX_CALLS_AFTER_END:
+                        raise Overdue(f"{MAX_CALLS_AFTER_END} model calls after its branch was done, no answer")
+                return await super(found, self).call_chat_model(*args, **kwargs)
+            members["call_chat_model"] = call_chat_model
+        found = _CLASSES[cls] = type(f"Branch{cls.__name__}", (cls,), members)
     return found
 
 
-def _subordinate(parent: Any, branch_id: str) -> Any:
+def _subordinate(parent: Any, branch_id: str, state_attr: str) -> Any:
     sub = _branch_class(type(parent))(parent.number + 1, parent.config, parent.context)
     sub.__dict__[BRANCH_ATTR] = (parent, branch_id)
+    sub.__dict__[STATE_ATTR_KEY] = state_attr
     try:
         sub.set_data(SUPERIOR, parent)
     except Exception:  # noqa: BLE001 - an agent without data: the branch runs all the same
@@ -122,11 +143,16 @@ async def run(parent: Any, state: dict[str, Any], plan: Any, state_attr: str, re
             if again:  # its agent was stopped (a restart): a new one goes on where the branch was
                 engine.resumed(plan, sub_state, render)
             reported()
-            sub = _subordinate(parent, branch_id)
+            sub = _subordinate(parent, branch_id, state_attr)
             setattr(sub, state_attr, sub_state)
             sub.hist_add_user_message(_message(parent, render.branch_assignment(plan, sub_state)))
             try:
                 answer, problem = await _converse(sub, plan, state_attr, parent)
+            except Overdue:  # (raised by its own model calls: not a cancellation of this task)
+                answer, problem = "", "its agent did not answer"
+                log("warning", f"[HTN] Branch '{render.branch_name(plan, branch_id)}' of workflow '{plan.name}': its "
+                               f"agent made {MAX_CALLS_AFTER_END} model calls after the branch was done without "
+                               "answering; it was stopped, and the branch keeps its outcome")
             finally:  # done, failed or stopped: its terminals end with it
                 await _release(sub, log)
             final = _final(sub, state_attr, sub_state)

@@ -353,6 +353,9 @@ class Agent:
                                                       message.text}})
         self.last_user_message = message
 
+    async def call_chat_model(self, prompt: str) -> "Reply":
+        return await self.context.model(self, prompt)
+
     async def monologue(self) -> str:
         prompts_after, before_main = self.context.hooks
         loop = LoopData(user_message=self.last_user_message)
@@ -366,7 +369,7 @@ class Agent:
             loop.extras_temporary.clear()
             for cls in before_main:
                 await cls(self).execute(loop_data=loop)
-            reply = await self.context.model(self, extras.get("htn_active_plan", ""))
+            reply = await self.call_chat_model(extras.get("htn_active_plan", ""))
             raw = reply.raw()
             loop.last_response = raw
             self.history.append({"ai": True, "content": raw})
@@ -416,7 +419,7 @@ class UtilityModel:
     async def __call__(self, system: str, message: str, callback: Any = None, background: bool = False) -> Any:
         self.calls.append((system, message))
         if self.delay:
-            await asyncio.sleep(self.delay.get(branch, 0.0) if isinstance(self.delay, dict) else self.delay)
+            await asyncio.sleep(self.delay)
         if self.fail is not None:
             raise self.fail
         return self.answer(system, message) if callable(self.answer) else self.answer
