@@ -546,3 +546,30 @@ def test_a_branch_agent_that_never_answers_is_stopped_three_calls_after_its_bran
     assert [t for t in s.log.texts("warning") if "without answering" in t] == [
         "[HTN] Branch 'Type check' of workflow 'Release Checks': its agent made 3 model calls after the branch was "
         "done without answering; it was stopped, and the branch keeps its outcome"]
+
+
+def test_a_fault_while_branches_run_is_one_line_and_leaves_no_branch_agent_running(monkeypatch, tmp_path):
+    """A fault in the waiting hook itself (here: reading the person's message) is one error line, the agent's loop
+    goes on, and the branches' agents are stopped before the hook returns (Agent-Zero's loop would run them on)."""
+    from graph_engine.host import branches
+    from graph_engine.tools.standin import UserMessage
+    model = BranchModel({b: [status(0), status(0), Reply(final="x")] for b in BRANCHES}, delay=0.1)
+    s = at_fork(monkeypatch, tmp_path, model=model)
+    left, stopped = [], []
+    cancel = branches._cancel
+
+    async def recorded(tasks):
+        stopped.append(len(tasks))
+        await cancel(tasks)
+        left.extend(t for t in tasks.values() if not t.done())
+
+    def broken_parse(words, *args):
+        raise KeyError("broken")
+    monkeypatch.setattr(branches, "_cancel", recorded)
+    monkeypatch.setattr(branches.control, "parse", broken_parse)
+    s.agent.intervention = UserMessage(message="how is it going?")  # the waiting loop reads it: the fault
+    s.run_pass(Reply(warning="x"))  # the pass ends: the agent's loop goes on
+    errors = [t for t in s.log.texts("error") if "Workflow engine error" in t]
+    assert len(errors) == 1 and "KeyError" in errors[0]
+    assert stopped == [3] and left == []  # all three stopped, none still running
+    assert [b for b, what in model.calls if what == "start"] == ["lint", "types", "tests"]

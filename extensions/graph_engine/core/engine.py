@@ -40,8 +40,8 @@ from . import control
 from .message import CallOutput, Match, allowed, domain_leaves_plan
 from .kinds import BRANCH_OUTCOMES, ENDINGS, RESTING
 from .model import Edge, Node, Plan
-from .state import (MAX_CONSUMED, MAX_CONTEXT_KEYS, MAX_GATE_JUMPS, branch_state, emit, new_state, push_path,
-                    record_shown, remember, shown_node)
+from .state import (MAX_CONSUMED, MAX_CONTEXT_KEYS, MAX_GATE_JUMPS, branch_outcome, branch_state, emit, new_state,
+                    push_path, record_shown, remember, shown_node)
 from .routing import STATUS_OF, accelerator, choice_key, normalise_label, reachable, select_edge
 from .verify import Evidence, Verdict, capture, check, judged_text
 
@@ -612,7 +612,7 @@ def _fork(run: Run, node: Node) -> None:
         sub = Run(plan=plan, state=branch_state(plan, s, node.id, fan_in, first), fx=Effects(texts=run.fx.texts))
         _settle(sub)  # a branch may begin with a decision, or meet the fan-in at once
         run.fx.logs.extend(sub.fx.logs)
-        branches.append({"id": first, "run": sub.state["run_id"], "status": _finished(sub.state) or "pending",
+        branches.append({"id": first, "run": sub.state["run_id"], "status": branch_outcome(sub.state) or "pending",
                          "state": sub.state, "answer": "", "reason": _end_reason(sub.state), "seen": 0})
     s["fork"] = {"node": node.id, "fan_in": fan_in, "max_parallel": node.max_parallel, "branches": branches}
     emit(s, "parallel_started", node=node.id, branches=[b["id"] for b in branches], concurrent=True,
@@ -630,14 +630,6 @@ def _branch_end(run: Run, outcome: str, reason: str) -> None:
                f"[HTN] Branch '{name}' of workflow '{run.plan.name}' finished: {outcome}"
                + (f" ({reason})" if reason else ""))
     _finish(run, s["status"], run.fx.texts.branch_done_notice(run.plan, s, outcome, reason))
-
-
-def _finished(sub: dict[str, Any]) -> str:
-    """A branch state's outcome once its run ended (its branch_finished event), else ""."""
-    if sub.get("status", "active") == "active":
-        return ""
-    end = next((e for e in reversed(sub.get("events") or ()) if e.get("type") == "branch_finished"), None)
-    return end.get("outcome", "fail") if end else "fail"
 
 
 def _end_reason(sub: dict[str, Any]) -> str:
@@ -688,7 +680,7 @@ def branch_returned(state: dict[str, Any], branch_id: str, sub: dict[str, Any] |
         return ""
     if sub is not None:
         branch_progress(state, branch_id, sub)
-    outcome = _finished(b["state"]) if isinstance(b.get("state"), dict) else ""
+    outcome = branch_outcome(b["state"]) if isinstance(b.get("state"), dict) else ""
     reason = _end_reason(b["state"]) if outcome else (problem or "its agent answered before the branch reached "
                                                                  "the fan-in")
     b["status"], b["reason"], b["answer"] = outcome or "fail", reason, answer[:MAX_ANSWER]

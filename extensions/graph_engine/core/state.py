@@ -86,6 +86,14 @@ def branch_state(plan: Plan, parent: dict[str, Any], fork_node: str, fan_in: str
     return state
 
 
+def branch_outcome(sub: dict[str, Any]) -> str:
+    """A branch's run's outcome once it ended (its ``branch_finished`` event; "fail" without one), else ""."""
+    if sub.get("status", "active") == "active":
+        return ""
+    end = next((e for e in reversed(sub.get("events") or ()) if e.get("type") == "branch_finished"), None)
+    return str(end.get("outcome", "fail")) if end else "fail"
+
+
 # ── the fields the user's controls keep (see control.py and engine's "the user's controls") ─────────────
 
 

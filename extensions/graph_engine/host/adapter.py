@@ -178,9 +178,7 @@ async def _run_branches(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg:
 
     def reported() -> None:
         if getattr(agent, STATE_ATTR, None) is state:
-            _audit(rt, agent, state)
-            _save(agent, state)
-            _card(rt, agent, state)
+            _written(rt, agent, state)
 
     if await branches.run(agent, state, plan, STATE_ATTR, reported, lambda level, text: _log(agent, level, text)):
         return
@@ -191,18 +189,21 @@ async def _run_branches(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg:
         _step(rt, agent, loop_data, hook, prepared)
 
 
-def _branch_reported(rt: Runtime, agent: Any, state: dict | None) -> None:
-    """A pass of a branch's agent: the branch's state goes to the parent's fork (engine.branch_progress), and the
-    parent's state is written (its audit lines, its checkpoint, the chat's data, its card)."""
-    mine = branches.branch_of(agent)
-    parent = mine[0] if mine is not None else None
+def _branch_reported(rt: Runtime, mine: tuple[Any, str], state: dict | None) -> None:
+    """A pass of a branch's agent (``mine``: its parent agent and branch id): the branch's state goes to the
+    parent's fork (engine.branch_progress), and the parent's state is written."""
+    parent, branch_id = mine
     parent_state = getattr(parent, STATE_ATTR, None)
-    if state is None or not isinstance(parent_state, dict):
-        return
-    if engine.branch_progress(parent_state, mine[1], state):
-        _audit(rt, parent, parent_state)
-        _save(parent, parent_state)
-        _card(rt, parent, parent_state)
+    if state is not None and isinstance(parent_state, dict) and engine.branch_progress(parent_state, branch_id, state):
+        _written(rt, parent, parent_state)
+
+
+def _written(rt: Runtime, agent: Any, state: dict) -> None:
+    """A run's state changed outside its own pass (a branch's): its audit lines and checkpoint, the chat's data and
+    its card are written."""
+    _audit(rt, agent, state)
+    _save(agent, state)
+    _card(rt, agent, state)
 
 
 class _LoggedOnce:
@@ -740,8 +741,9 @@ def _apply(rt: Runtime, agent: Any, loop_data: Any, state: dict | None, fx: engi
         _draw_later(rt, agent, ended)
     if state is not None:
         _card(rt, agent, state)
-    if branches.branch_of(agent) is not None:
-        _branch_reported(rt, agent, state if state is not None else fx.final_state)
+    mine = branches.branch_of(agent)
+    if mine is not None:
+        _branch_reported(rt, mine, state if state is not None else fx.final_state)
     extras = getattr(loop_data, "extras_temporary", None)
     if isinstance(extras, dict) and fx.context is not None:
         extras[CONTEXT_KEY] = fx.context

@@ -185,7 +185,7 @@ async def run(parent: Any, state: dict[str, Any], plan: Any, state_attr: str, re
                         engine.branch_returned(state, b["id"], None, "", f"it could not be run ({exc})")
         reported()
         return ""
-    except asyncio.CancelledError:
+    except BaseException:  # cancelled (Agent-Zero's stop), or a fault here: no branch's agent is left running
         await _cancel(tasks)
         raise
 

@@ -13,6 +13,7 @@ from typing import Any
 from ..core.control import CONTROLS
 from ..core.kinds import ENDINGS
 from ..core.model import Node, Plan
+from ..core.state import branch_outcome
 from .render import plural, progress, steps_done
 
 REASON_SHOWN = 160
@@ -58,8 +59,7 @@ def branch_facts(plan: Plan | None, state: dict[str, Any]) -> list[dict[str, Any
         running = b.get("status") in ("pending", "running")
         status = b.get("status", "")
         if running and sub.get("status", "active") != "active":  # its steps are done; its agent is answering
-            end = next((e for e in reversed(sub.get("events") or ()) if e.get("type") == "branch_finished"), NO_ENTRY)
-            status, running = end.get("outcome", status), False
+            status, running = branch_outcome(sub), False
         out.append({"id": b.get("id", ""), "name": _name(plan, b.get("id", "")), "status": status,
                     "at": node.id if node is not None and running and node.type == "task" else "",
                     "step": node.name if node is not None and running and node.type == "task" else "",
