@@ -430,9 +430,12 @@ def branch_context(plan: Plan, state: dict[str, Any]) -> str:
     lines = [f"[BRANCH: {branch_name(plan, branch['id'])}] You are a subordinate agent running this one branch of "
              "the workflow; do only its steps."]
     forward = _paths_forward(plan, node, min(failures, node.max_retries), inside) if node.type == "task" else []
+    counted = f" ({progress(state)})"  # the whole plan's count: not this branch's to read
     for line in graph_context(plan, state).split("\n"):
         if line.startswith("  Next: ") or (forward and line.startswith("  If ")):
             continue
+        if line.startswith("[WORKFLOW: ") and line.endswith(counted):
+            line = line[: -len(counted)]
         if forward and line == "":  # the footer's blank line: the ways forward go before it
             lines.extend(forward)
             forward = []
@@ -521,12 +524,15 @@ def _last_check(plan: Plan, sub: dict[str, Any]) -> str:
 
 
 def stopped_at(plan: Plan | None, state: dict[str, Any]) -> str:
-    """The last task node the run was on, with the step count: 'Implement the fix (2 of 5 steps done)'."""
+    """The last task node the run was on (or the fan-in where branches run at once met), with the step count:
+    'Implement the fix (2 of 5 steps done)'."""
     nid = state.get("current_node", "")
     if plan is not None:
-        for candidate in reversed(state.get("path", [])):
-            node = plan.nodes.get(candidate)
-            if node is not None and node.type == "task":
+        path = state.get("path", [])
+        for i in range(len(path) - 1, -1, -1):
+            candidate, node = path[i], plan.nodes.get(path[i])
+            joined = node is not None and node.type == "fan_in" and i > 0 and path[i - 1] in plan.fan_in_of
+            if node is not None and (node.type == "task" or joined):
                 nid = candidate
                 break
     node = plan.nodes.get(nid) if plan is not None else None

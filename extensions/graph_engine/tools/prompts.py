@@ -261,12 +261,13 @@ def _branch_sections(plan: Plan) -> Iterator[Section]:
     """For each parallel node whose branches meet at a fan-in: the chat's own agent while they start, each branch
     agent's first message and first step, its end (passed, and failed with its attempts spent), the reminder when
     it answers too early, and the step after the fan-in on either route (every branch passed; every one failed)."""
-    from ..core.state import new_state
+    from ..core.state import new_state, push_path
     for fork_id, fan_in in plan.fan_in_of.items():
         name = plan.nodes[fork_id].name
         state = new_state(plan, "m", "m:0", 0)
         parent = engine.Run(plan=plan, state=state, fx=engine.Effects(texts=render), concurrent=True)
         state["current_node"] = fork_id
+        push_path(state, fork_id)
         engine._fork(parent, plan.nodes[fork_id])
         yield Section(f"parallel '{name}': the chat's agent while its branches start", engine.shown_text(parent))
         for b in state["fork"]["branches"]:
