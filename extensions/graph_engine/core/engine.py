@@ -20,7 +20,11 @@ So every pass key ``"<monologue>:<k>"`` names one LLM call.  The engine
 records in ``state["shown"]`` which node's instructions were in the prompt of
 which call, and in ``state["consumed"]`` which calls' outputs were already
 judged.  The output of call *k* (read at pass *k+1*) is evidence only if call
-*k* was shown the node that is current now and it was not judged before.
+*k* was shown the node that is current now and it was not judged before.  A
+message the person writes while the agent works can end a pass before its call
+replies: the output read next is then an earlier call's, so it is taken for
+call *k*'s only when the model's newest reply changed since pass *k*
+(``Observation.reply_mark``, noted in ``state["reply_seen"]``).
 Anything else (results from before activation, from an earlier user message,
 re-read after history compression, a wrong tool) changes nothing but counters.
 
@@ -74,6 +78,7 @@ class Observation:
     continuation: bool = False  # the new words only say "go on" (``matching.words.is_continuation``)
     names_run_plan: bool = False  # they name the running plan by one of its trigger phrases
     files: dict[str, str] = field(default_factory=dict)  # what the host saw of the paths the current check names
+    reply_mark: str | None = None  # names the model's newest reply (a new reply, a new mark); None: not known
     concurrent: bool = False  # the host runs a parallel node's branches at once, each in a subordinate agent
     serial_reason: str = ""  # why it does not (said once, when a run meets a parallel node)
 
@@ -152,12 +157,15 @@ def step(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any] | None
         run.state["notice"] = fx.notice
         run.state["notice_turn"] = run.state["turn"] + (0 if obs.hook == PROMPTS_AFTER else 1)
     _hold_on_emergency(run, obs)
-    if run.state.get("paused"):  # paused by the user: no step in this call, and its output is not evidence
+    target = obs.pass_key if obs.hook == PROMPTS_AFTER else obs.next_pass_key
+    if run.state.get("paused") or paused:  # no step in this call, and its output is not evidence (a step an earlier
+        record_shown(run.state, target, "")  # hook showed this call, for want of a companion, is taken back)
+    if run.state.get("paused"):  # paused by the user
         fx.context = fx.texts.user_paused(run.plan, run.state)
         if run.state.get("notice") and run.state["turn"] <= run.state.get("notice_turn", 1):
             fx.context = run.state["notice"] + "\n\n" + fx.context
         return run.state, fx
-    if paused:  # a new message not decided yet: no step in this call, and its output is not evidence
+    if paused:  # a new message not decided yet
         fx.context = fx.texts.paused_notice(run.state)
         return run.state, fx
     fx.context = shown_text(run)
@@ -166,7 +174,6 @@ def step(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any] | None
             fx.context = run.state["notice"] + "\n\n" + fx.context
         else:
             run.state["notice"] = ""
-    target = obs.pass_key if obs.hook == PROMPTS_AFTER else obs.next_pass_key
     record_shown(run.state, target, run.state["current_node"])
     return run.state, fx
 
@@ -209,18 +216,48 @@ def _tick(run: Run, obs: Observation) -> str:
     """Count the pass once; return the key of the call whose output this pass may judge."""
     s = run.state
     previous = s.get("last_pass", "")
-    if previous == obs.pass_key:
-        return f"{obs.monologue}:{obs.iteration - 1}" if obs.iteration > 0 else ""
+    seen = s.get("reply_seen")
+    if previous == obs.pass_key:  # the other hook of this pass: the call the first one found
+        same = isinstance(seen, list) and seen[0] == obs.pass_key
+        return "" if s.get("paused") else seen[2] if same else _call_before(obs, previous)
     s["last_pass"] = obs.pass_key
+    key = _producing_call(s, obs, previous, seen)
+    s["reply_seen"] = [obs.pass_key, obs.reply_mark, key]
     if s.get("paused"):
         return ""  # paused: no turn counts toward expiry, and nothing is judged
     s["turn"] += 1
     s["turns_since_transition"] = s.get("turns_since_transition", 0) + 1
     s["turns_since_progress"] = s.get("turns_since_progress", 0) + 1
+    return key
+
+
+def _call_before(obs: Observation, previous: str) -> str:
+    """The call made at the pass before this one: the previous iteration's, or at a monologue's first pass the
+    previous monologue's last call (its response reply, or a tool result a stop left)."""
     if obs.iteration > 0:
         return f"{obs.monologue}:{obs.iteration - 1}"
-    # first pass of a new monologue: the previous monologue's last call (its response reply)
     return previous if previous.split(":", 1)[0] != obs.monologue else ""
+
+
+def _producing_call(s: dict[str, Any], obs: Observation, previous: str, seen: Any) -> str:
+    """The call whose reply is the newest in history now, or "" when no call replied since this run's last pass.
+
+    The host marks the model's newest reply (``Observation.reply_mark``); this run noted the mark its last pass saw
+    (``reply_seen``).  A message the person writes while the agent works can end a pass after its hooks ran and
+    before its call replied (Agent-Zero's handle_intervention, during the call or just before it): the newest
+    reply, and the result after it, are then still those of an earlier call, already judged or never shown this
+    step.  A pass whose hooks did not run made no call, so a new reply is the call of the last pass that ran them."""
+    if obs.iteration == 0 or obs.reply_mark is None or not (isinstance(seen, list) and seen[0] == previous
+                                                            and seen[1] is not None):
+        return _call_before(obs, previous)
+    if previous.split(":", 1)[0] != obs.monologue:
+        return _call_before(obs, previous)
+    if seen[1] != obs.reply_mark:
+        return previous
+    if obs.output is not None:
+        emit(s, "evidence_ignored", node=s["current_node"], tool=obs.output.tool,
+             reason=f"call {previous} made no reply (a message came first); the newest result is an earlier call's")
+    return ""
 
 
 def _hold_on_emergency(run: Run, obs: Observation) -> None:
@@ -270,6 +307,11 @@ def _judge(run: Run, obs: Observation, key: str) -> None:
     if _judged_already(s, obs, key, sha):
         return
     verdict = check(node.verify, evidence, text)
+    if out.interrupted and not verdict.ok:  # the person's message may have cut the command short: no failure
+        emit(s, "evidence_ignored", node=node.id, tool=out.tool,
+             reason=f"a message came while the command ran, which may have cut it short ({verdict.reason}); "
+                    "the step is shown again, its attempt unspent")
+        return
     if verdict.too_slow:
         run.fx.log("warning", f"[HTN] Plan '{run.plan.id}': the check of step '{node.name}' took too long on a "
                               f"{len(text):,}-character output and counts as failed; simplify its pattern in the "
@@ -1009,6 +1051,7 @@ def _activate(match: Match, obs: Observation, fx: Effects, said: str = "") -> Ru
     name (``said``: the user's words)."""
     plan, hits = match.plan, match.hits
     state = new_state(plan, obs.monologue, obs.pass_key, obs.global_turn)
+    state["reply_seen"] = [obs.pass_key, obs.reply_mark, ""]  # results from before it are no evidence for it
     run = Run(plan=plan, state=state, fx=fx, now=obs.now, concurrent=obs.concurrent, serial_reason=obs.serial_reason)
     why = {} if match.meaning is None else {"meaning": {"score": round(match.meaning.total, 3),
                                                        "example": match.meaning.example}}

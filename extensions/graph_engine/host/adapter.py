@@ -145,13 +145,10 @@ async def run_hook(agent: Any, loop_data: Any, hook: str, ext_file: str, runtime
         rt = runtime or runtime_for(ext_file, cfg)
         for line in cfg.problems:
             _log_once(rt, agent, "warning", line)
-        prepared = _prepare(rt, agent, loop_data, hook, cfg)
-        if prepared is None:
-            return
-        if prepared.question is not None:
-            prepared.obs.match = await asking.ask(agent, prepared.question, cfg.utility_timeout,
-                                                  lambda level, text: _log(agent, level, text))
-        _step(rt, agent, loop_data, hook, prepared)
+        unread = _unread_request(loop_data)
+        if unread:  # the monologue's own message, which no hook read: decided first, as its first pass would have
+            await _decide(rt, agent, loop_data, hook, cfg, unread)
+        await _decide(rt, agent, loop_data, hook, cfg)
         if branches.waiting(getattr(agent, STATE_ATTR, None)) and branches.branch_of(agent) is None:
             await _run_branches(rt, agent, loop_data, hook, cfg)
     except asyncio.CancelledError:
@@ -165,6 +162,31 @@ async def run_hook(agent: Any, loop_data: Any, hook: str, ext_file: str, runtime
     finally:
         if token is not None:
             settings.ACTIVE.reset(token)
+
+
+async def _decide(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: settings.Settings,
+                  request: str | None = None) -> None:
+    """Read the pass, ask the utility model when the local matching cannot settle the new message, step."""
+    prepared = _prepare(rt, agent, loop_data, hook, cfg, request=request)
+    if prepared is None:
+        return
+    if prepared.question is not None:
+        prepared.obs.match = await asking.ask(agent, prepared.question, cfg.utility_timeout,
+                                              lambda level, text: _log(agent, level, text))
+    _step(rt, agent, loop_data, hook, prepared)
+
+
+def _unread_request(loop_data: Any) -> str:
+    """The monologue's own message, when no hook has read it: a message the person wrote while the agent started
+    (Agent-Zero took it before the monologue's first pass built its prompt) ended that pass before any hook ran, so
+    this later pass is the first to see the monologue.  "" otherwise (and for the Nudge)."""
+    if _iteration(loop_data) == 0:
+        return ""
+    store = getattr(loop_data, "params_persistent", None)
+    if not isinstance(store, dict) or MONOLOGUE_KEY in store:
+        return ""
+    words = user_words(getattr(loop_data, "user_message", None))
+    return "" if not words or from_framework(words) else words
 
 
 async def _run_branches(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: settings.Settings) -> None:
@@ -250,7 +272,9 @@ class _Pass:
 
 
 def _prepare(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: settings.Settings,
-             joined: bool = False) -> _Pass | None:
+             joined: bool = False, request: str | None = None) -> _Pass | None:
+    """What the step needs: the library, the state, the observation (``request``: the monologue's own message,
+    read at a later pass than its first)."""
     with rt.warming:  # the warm-up thread is loading the library: this pass waits for it
         library, problems = rt.library.refresh()
     if rt.held:
@@ -278,10 +302,10 @@ def _prepare(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: settings.S
         restored = raw_state is not None
         if restored:
             raw_state = _newest_record(rt, agent, raw_state)
-    if raw_state is None and not _may_start(rt, library, loop_data):
+    if raw_state is None and not _may_start(rt, library, loop_data, request):
         return None  # no run, and no user message that could start one: nothing can happen in this pass
     problems = []
-    obs = observe(agent, loop_data, hook, raw_state, problems)
+    obs = observe(agent, loop_data, hook, raw_state, problems, request)
     for line in problems:
         _log_once(rt, agent, "warning", line)
     if joined or (isinstance(raw_state, dict) and raw_state.get("branch")):
@@ -349,12 +373,14 @@ def _step(rt: Runtime, agent: Any, loop_data: Any, hook: str, p: _Pass) -> None:
         setattr(agent, COMPANION_ATTR, (p.obs.monologue, p.obs.iteration))
 
 
-def _may_start(rt: Runtime, library: Any, loop_data: Any) -> bool:
+def _may_start(rt: Runtime, library: Any, loop_data: Any, request: str | None = None) -> bool:
     """A pass with no run: is there a new user message in which a trigger phrase may be found?  (Most
     messages name no plan: such a pass reads the message's words and the trigger index, nothing else.)"""
     if library is None:
         return False
-    if _iteration(loop_data) > 0:
+    if request is not None:
+        words = request
+    elif _iteration(loop_data) > 0:
         words = new_intervention(_history(loop_data))
     else:  # the monologue's message, read once for both hooks
         message, seen = getattr(loop_data, "user_message", None), rt.message_words  # one read: agents of
@@ -395,14 +421,16 @@ def _companion_handled(agent: Any, loop_data: Any, hook: str) -> bool:
 
 
 def observe(agent: Any, loop_data: Any, hook: str, state: Any = None,
-            problems: list[str] | None = None) -> engine.Observation:
+            problems: list[str] | None = None, request: str | None = None) -> engine.Observation:
     iteration = _iteration(loop_data)
     monologue = _monologue_id(loop_data)
     history = _history(loop_data)
     output = None
     if not _pass_already_seen(state, f"{monologue}:{iteration}"):  # the other hook judged it this pass
         output = newest_call_output(history) if iteration > 0 else reply_before_user_message(history)
-    if iteration == 0:  # the monologue's message; the tracker classifies it in before_main_llm_call
+    if request is not None:  # the monologue's message, read late: no hook knows its domain now
+        words, key, known = request, "", False
+    elif iteration == 0:  # the monologue's message; the tracker classifies it in before_main_llm_call
         words, key, known = user_words(getattr(loop_data, "user_message", None)), "", hook == engine.BEFORE_MAIN
     else:  # an intervention the user wrote while the agent worked: no hook knows its domain
         words = new_intervention(history)
@@ -419,12 +447,27 @@ def observe(agent: Any, loop_data: Any, hook: str, state: Any = None,
         domain=_bst_domain(agent, problems) if known else "",
         allowed_plans=_allowed_plans(agent, problems) if words else None,
         output=_full_output(output),
+        reply_mark=_reply_mark(loop_data),
         global_turn=_global_turn(agent, (monologue, iteration)),
         pace_level=_pace_at_pass_start(agent, (monologue, iteration)),
         control_seen=_text_attr(agent, CONTROL_ATTR) if words else "",
         now=now(),
         asked=bool(words) and iteration == 0 and _asked_user(history),
     )
+
+
+MAX_MARKED = 65_536  # characters of a reply its mark reads (with its length and its object)
+
+
+def _reply_mark(loop_data: Any) -> str | None:
+    """Names the model's newest reply, ``loop_data.last_response`` (Agent-Zero sets it as it adds a reply to history,
+    on both layouts): a new reply is a new object, so its mark differs even when its text repeats; a call that made
+    no reply leaves the mark as it was.  None when the loop data has none (another host)."""
+    reply = getattr(loop_data, "last_response", None)
+    if not isinstance(reply, str):
+        return None
+    crc = zlib.crc32(reply[:MAX_MARKED].encode("utf-8", "surrogatepass"))
+    return f"{id(reply):x}:{len(reply):x}:{crc:08x}"
 
 
 def _asked_user(history: Any) -> bool:

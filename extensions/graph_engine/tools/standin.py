@@ -513,6 +513,13 @@ class Reply:
         return json.dumps(data, indent=4)
 
 
+def _so_far(output: str) -> str:
+    """A command's output while it still runs: what it printed before its last line (the exit status it echoes
+    at the end and the shell's prompt line are not there yet)."""
+    lines = [line for line in output.strip("\n").splitlines() if line.strip() != PROMPT_LINE]
+    return "\n" + "\n".join(lines[:-1]) if len(lines) > 1 else ""
+
+
 def terminal(text: str) -> str:
     """What code_execution_tool returns: the screen text and the shell prompt line."""
     body = text if text.strip() else ""
@@ -522,6 +529,13 @@ def terminal(text: str) -> str:
 
 
 # ── the driver ──────────────────────────────────────────────────────────────
+
+# The moments of a pass at which Agent-Zero takes a message the person wrote while the agent works (its
+# ``handle_intervention`` calls, in the order of a pass): before the prompt is built (message_loop_start), after the
+# hooks (before_main_llm_call), during the model's call (its stream), after the call (the reply kept, no tool), while
+# the tool runs (its output so far kept as its result), after the tool (the result complete), and before the next
+# pass (the same history as after the tool).
+MOMENTS = ("before_prompt", "after_hooks", "during_call", "after_call", "during_tool", "after_tool", "before_next")
 
 
 @dataclass
@@ -570,15 +584,23 @@ class Session:
         self._user_text = text
 
     def run_pass(self, reply: Reply | Callable[[str, dict | None], Reply] | None,
-                 intervention: str = "") -> PassRecord:
+                 intervention: str = "", at: str = "after_tool",
+                 during: Callable[[str], None] | None = None) -> PassRecord:
         """One pass.  ``reply`` may be a function of (the workflow text in the prompt, the state): a model
-        that reads its prompt before answering.  ``intervention``: the user writes while the tool runs, as
-        Agent-Zero records it: the tool's output so far, then a ``user_intervention`` message; the monologue
-        goes on with the next pass."""
+        that reads its prompt before answering.  ``intervention``: the person writes while the agent works, and
+        Agent-Zero takes it at the moment ``at`` (one of MOMENTS) as its ``handle_intervention`` does: what the
+        pass produced so far stays in history (a reply given, a tool's output so far), the message follows as a
+        ``user_intervention``, and the rest of the pass does not happen; the monologue goes on with the next pass.
+        ``during(moment)`` is called at each moment of the pass (the tests press a control there)."""
         assert self.loop is not None and self.monologue_open, "call user() first"
+        assert at in MOMENTS, at
         loop = self.loop
         loop.iteration += 1
         loop.params_temporary = {}
+        cut = intervention if intervention else ""
+        moment = self._moment(during, cut, at)
+        if moment("before_prompt"):
+            return self._cut_pass(loop, {}, None, cut)
         loop.history_output = [dict(h) for h in self.history]
         self._call(self.prompts_after, loop)
         prompt_extras = {**loop.extras_persistent, **loop.extras_temporary}
@@ -588,13 +610,51 @@ class Session:
         if self.allowed_plans != "unset":
             self.agent.set_data("_org_htn_allowed_plans", self.allowed_plans)
         self._call(self.before_main, loop)
+        pending = getattr(self.agent, "intervention", None)  # said while a hook waited (branches running)
+        if pending is not None:
+            self.agent.intervention = None
+            return self._cut_pass(loop, prompt_extras, None, getattr(pending, "message", str(pending)))
+        if moment("after_hooks") or moment("during_call"):
+            return self._cut_pass(loop, prompt_extras, None, cut)
         if callable(reply):
             reply = reply(prompt_extras.get("htn_active_plan", ""), getattr(self.agent, "_htn_state", None))
         if reply is not None:
+            if moment("after_call"):
+                self._ai(loop, reply.raw())  # handle_intervention(agent_response): the reply is kept, no tool runs
+                return self._cut_pass(loop, prompt_extras, reply, cut)
+            if not reply.final and not reply.warning and moment("during_tool"):
+                self._ai(loop, reply.raw())  # the tool's output so far (the command still runs) is kept
+                if _so_far(reply.output):
+                    self.history.append({"ai": False, "content": {"tool_name": reply.tool,
+                                                                  "tool_result": _so_far(reply.output)}})
+                return self._cut_pass(loop, prompt_extras, reply, cut)
             self._model(loop, reply)
-        if intervention:
-            self.history.append({"ai": False, "content": {"user_intervention": intervention}})
+            moment("after_tool")
+        if cut and at in ("after_tool", "before_next"):
+            self.history.append({"ai": False, "content": {"user_intervention": cut}})
             self.monologue_open = True
+        return self._end_pass(loop, prompt_extras, reply)
+
+    def _moment(self, during: Callable[[str], None] | None, cut: str, at: str) -> Callable[[str], bool]:
+        """Each moment of the pass: the tests' callback runs there; True where the person's message cuts the
+        pass (the moments after the tool are taken by the next check, after the pass)."""
+        def moment(name: str) -> bool:
+            if during is not None:
+                during(name)
+            return bool(cut) and name == at and at not in ("after_tool", "before_next")
+        return moment
+
+    def _cut_pass(self, loop: LoopData, prompt_extras: dict[str, Any], reply: Reply | None, words: str) -> PassRecord:
+        """Agent-Zero's handle_intervention: the message goes to history and the pass ends (InterventionException)."""
+        self.history.append({"ai": False, "content": {"user_intervention": words}})
+        self.monologue_open = True
+        return self._end_pass(loop, prompt_extras, reply)
+
+    def _ai(self, loop: LoopData, raw: str) -> None:
+        loop.last_response = raw  # hist_add_ai_response
+        self.history.append({"ai": True, "content": raw})
+
+    def _end_pass(self, loop: LoopData, prompt_extras: dict[str, Any], reply: Reply | None) -> PassRecord:
         adapter = sys.modules.get("graph_engine.host.adapter")
         if self.wait_for_display and adapter is not None:
             adapter.wait_for_display()  # drawn off the loop: waited for here, so that tests see them
@@ -606,7 +666,7 @@ class Session:
 
     def _model(self, loop: LoopData, reply: Reply) -> None:
         raw = reply.raw()
-        loop.last_response = raw
+        loop.last_response = raw  # a new reply is a new object (its text may repeat: the tests' replies do)
         self.history.append({"ai": True, "content": raw})
         if reply.final:
             self.monologue_open = False
