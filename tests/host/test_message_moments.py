@@ -161,8 +161,15 @@ def test_a_message_that_cuts_a_command_short_does_not_fail_its_step(monkeypatch,
     assert ignored and ignored[-1]["node"] == "lint_2" and "cut it short" in ignored[-1]["reason"]
     assert s.state["visited"]["lint_2"]["failures"] == 0 and s.state["current_node"] == "lint_2"
     assert "[WORKFLOW PAUSED" in record.prompt_extras["htn_active_plan"]  # this call answers the person
-    record = s.run_pass(model)
+    record = s.run_pass(model)  # (the terminal still runs the cut command: it refuses the answer's command)
     assert "Current step: Lint 2 (attempt 1 of 2)" in record.prompt_extras["htn_active_plan"]
+    record = s.run_pass(model)  # refused again: that command never ran, so it is no failure either
+    shown = record.prompt_extras["htn_active_plan"]
+    assert shown.startswith("[WORKFLOW NOTE] Your last command did not run: the terminal was still running")
+    assert "Current step: Lint 2 (attempt 1 of 2)" in shown
+    assert "did not run" in events(s, "evidence_ignored")[-1]["reason"]
+    s.run_pass(model)
+    assert s.state["current_node"] == "lint_3" and s.state["visited"]["lint_2"]["failures"] == 0
 
 
 def test_a_call_that_made_no_reply_leaves_the_step_it_was_shown_unjudged(monkeypatch, tmp_path):
@@ -243,3 +250,23 @@ def test_the_model_reading_the_prompt_is_what_the_checks_need():
     model = Model({"lint_2": "Lint 2", "lint_3": "Lint 3"})
     reply = model("Current step: Lint 2 (attempt 1 of 2)\n")
     assert "done:lint_2" in reply.output and "done:lint_3" not in terminal(reply.output)
+
+
+class ResetOnly(Reply):
+    """A call that only resets Agent-Zero's terminal (code_execution_tool with runtime "reset")."""
+
+    def raw(self) -> str:
+        return '{"thoughts": ["reset"], "headline": "Reset", "tool_name": "code_execution_tool", ' \
+               '"tool_args": {"runtime": "reset", "session": 0}}'
+
+
+def test_a_call_that_only_resets_the_terminal_is_no_result_of_the_step(monkeypatch, tmp_path):
+    use_library(monkeypatch, tmp_path, {"chain": chain_plan("exit status")})
+    model = Model({n: n.replace("_", " ").title() for n in STEPS})
+    s = Session()
+    s.user("run the lint chain")
+    s.run_pass(model)  # prepare shown, its command run
+    s.run_pass(ResetOnly(output="Terminal session has been reset."))  # prepare passed; lint_1 shown, a reset made
+    s.run_pass(model)
+    assert events(s, "evidence_ignored")[-1]["reason"] == "the call only reset the terminal"
+    assert s.state["current_node"] == "lint_1" and s.state["visited"]["lint_1"]["failures"] == 0

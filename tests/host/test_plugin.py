@@ -228,7 +228,8 @@ def test_make_plugin_builds_the_zip_of_what_runs_inside_agent_zero_and_prints_it
     assert all(n.startswith(f"{PLUGIN}/") for n in names)
     tops = {n.split("/")[1] for n in names}
     assert tops == {"plugin.yaml", "hooks.py", "execute.py", "default_config.yaml", "LICENSE", "README.md", "webui",
-                    "extensions", "plan_library"}
+                    "extensions", "plan_library", "api"}
+    assert f"{PLUGIN}/api/workflow_control.py" in names  # the component's buttons call it
     assert not [n for n in names if "__pycache__" in n or "/tests/" in n or "/fixtures/" in n]
     assert installer.build_zip(tmp_path).read_bytes() == path.read_bytes()  # the same sources, the same bytes
 

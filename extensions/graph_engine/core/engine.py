@@ -47,7 +47,7 @@ from .model import Edge, Node, Plan
 from .state import (MAX_CONSUMED, MAX_CONTEXT_KEYS, MAX_GATE_JUMPS, branch_outcome, branch_state, emit, new_state,
                     push_path, record_shown, remember, shown_node)
 from .routing import STATUS_OF, accelerator, choice_key, normalise_label, reachable, select_edge
-from .verify import Evidence, Verdict, capture, check, judged_text
+from .verify import Evidence, Verdict, capture, check, did_not_run, judged_text, only_resets
 
 PROMPTS_AFTER = "prompts_after"
 BEFORE_MAIN = "before_main"
@@ -105,6 +105,7 @@ class Effects:
     notice: str = ""  # why an earlier run ended, shown above a newly started run's context
     final_state: dict[str, Any] | None = None  # the state of a run that ended in this call
     control: str = ""  # the user's control decided in this call (control.KINDS), "" for none
+    refused: str = ""  # a pressed control that changed nothing: why (press)
     texts: Any = None  # the texts module (the host's ``render``), given to ``step``: this module words nothing itself
 
     def log(self, level: str, text: str) -> None:
@@ -152,6 +153,12 @@ def step(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any] | None
         run = _alive(run)
     if run is None:
         return None, fx
+    return _render(run, obs, fx, paused)
+
+
+def _render(run: Run, obs: Observation, fx: Effects, paused: bool) -> tuple[dict[str, Any], Effects]:
+    """What the call this hook reaches reads about the live run, and which step it was shown (``paused``: a new
+    message not decided yet, so no step)."""
     _gate_started(run, obs)
     if fx.notice:  # shown until the first call after it has seen it (this one, when this hook reaches it)
         run.state["notice"] = fx.notice
@@ -175,6 +182,50 @@ def step(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any] | None
         else:
             run.state["notice"] = ""
     record_shown(run.state, target, run.state["current_node"])
+    return run.state, fx
+
+
+PRESSED = "pressed"  # the hook name of a control pressed between the agent's passes
+
+
+def press(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any], ctl: control.Control,
+          obs: Observation, texts: Any, request: str = "") -> tuple[dict[str, Any] | None, Effects]:
+    """A control the person pressed in the web UI, applied at once: between the agent's passes (``obs.hook`` is
+    PRESSED: the model is told at its next call; ``obs`` names the run's last pass), or in a hook call that waited
+    (for the utility model, or for branches): the call it reaches is shown the result.  ``fx.control`` names the
+    control when it changed the run; ``fx.refused`` says why it did not (the model is not told of a refusal: the
+    person sees it where they pressed).  A result in flight when it came is judged against the step its call was
+    shown, or set aside (``_judge``), never against a step the control moved to.  The answer the person reads
+    (``request`` names their press) is kept in the run's ``pressed``."""
+    fx = Effects(texts=texts)
+    run = _resume(lookup, state, fx)
+    if run is None:
+        return None, fx
+    run.now, run.concurrent, run.serial_reason = obs.now, obs.concurrent, obs.serial_reason
+    seq = state.get("seq", 0)
+    if ctl.kind == "restart":
+        run = _restart(plans, run, obs, ctl)
+    elif ctl.kind == "resume" and not state.get("paused"):
+        _answer(run, fx, fx.texts.control_line(f"'{run.plan.name}' is not paused; it goes on at its current step."))
+    elif ctl.kind in _CONTROLS:
+        _CONTROLS[ctl.kind](run, ctl)
+    event = CONTROL_EVENTS[ctl.kind]
+    if any(e.get("seq", 0) > seq and e.get("type") == event for e in state.get("events") or ()):
+        fx.control = ctl.kind
+    else:
+        fx.refused = (fx.notice or fx.context or "").split("] ", 1)[-1]
+        fx.notice = ""
+    run = _alive(run) if run is not None else None
+    kept = run.state if run is not None else fx.final_state or state
+    plan = run.plan if run is not None else lookup(kept.get("plan_id", ""), kept.get("plan_version", ""))
+    kept["pressed"] = {"id": request, "control": ctl.kind, "status": "applied" if fx.control else "refused",
+                       "text": texts.pressed_answer(ctl.kind, bool(fx.control), fx.refused, plan, kept)}
+    if run is None:
+        return None, fx
+    if obs.hook != PRESSED:
+        return _render(run, obs, fx, False)
+    if fx.notice:  # the first call after it reads it
+        run.state["notice"], run.state["notice_turn"] = fx.notice, run.state["turn"] + 1
     return run.state, fx
 
 
@@ -293,11 +344,23 @@ def _judge(run: Run, obs: Observation, key: str) -> None:
     remember(s, "consumed", key, MAX_CONSUMED)
     node = run.node
     shown = shown_node(s, key)
-    if shown != node.id or node.type != "task":
-        return  # that call was not shown this node: not evidence
+    if shown != node.id or node.type != "task":  # that call was not shown this node: not evidence
+        was = run.plan.nodes.get(shown) if shown else None
+        if was is not None and was.type == "task":  # it was shown a step the run has left since (a control moved it)
+            emit(s, "evidence_ignored", node=shown, tool=out.tool,
+                 reason=f"issued for '{shown}'; the run has moved to '{node.id}' since")
+        return
     if out.not_found or (node.tool and out.tool != node.tool):
         emit(s, "evidence_ignored", node=node.id, tool=out.tool,
              reason="unknown tool" if out.not_found else f"step expects tool {node.tool}")
+        return
+    if did_not_run(out.text):  # no verdict on a command that never ran: the step is shown again, and why
+        emit(s, "evidence_ignored", node=node.id, tool=out.tool,
+             reason="the terminal was still running an earlier command, so this call's command did not run")
+        s["notice"], s["notice_turn"] = run.fx.texts.terminal_busy(), s["turn"]
+        return
+    if out.tool == "code_execution_tool" and only_resets(out.reply):
+        emit(s, "evidence_ignored", node=node.id, tool=out.tool, reason="the call only reset the terminal")
         return
     evidence = Evidence(tool=out.tool, text=out.text, reply=out.reply, truncated=out.truncated, files=obs.files)
     text = judged_text(evidence)  # cleaned once: the check, the capture and the hash read the same text
@@ -1130,9 +1193,12 @@ def _answer(run: Run | None, fx: Effects, text: str) -> None:
 
 
 def _said(run: Run, ctl: control.Control, **fields: Any) -> None:
-    """The one audit event of a control, naming what the user wrote; and its log line."""
+    """The one audit event of a control, naming what the user wrote (or pressed: ``by``); and its log line."""
+    if ctl.by:
+        fields["by"] = ctl.by
     emit(run.state, CONTROL_EVENTS[ctl.kind], node=run.state["current_node"], said=ctl.said, **fields)
-    run.fx.log("info", f"[HTN] Workflow '{run.plan.name}': the user said {ctl.said!r} ({ctl.kind})")
+    how = "pressed" if ctl.by == "button" else "said"
+    run.fx.log("info", f"[HTN] Workflow '{run.plan.name}': the user {how} {ctl.said!r} ({ctl.kind})")
 
 
 def _stop(run: Run, ctl: control.Control) -> bool:
@@ -1205,7 +1271,9 @@ def _skip(run: Run, ctl: control.Control) -> bool:
 
 def _back(run: Run, ctl: control.Control) -> bool:
     plan, s = run.plan, run.state
-    if ctl.target:
+    if ctl.node:  # a step pressed in the web UI: named by its id
+        found = [ctl.node] if ctl.node in plan.nodes and plan.nodes[ctl.node].type in RESTING else []
+    elif ctl.target:
         found = control.find_steps(plan, ctl.target)
     else:  # "go back": the step before the current one
         found = [n for n in reversed(s.get("path", [])) if n != s["current_node"]

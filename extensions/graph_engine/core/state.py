@@ -269,6 +269,9 @@ SHAPES: dict[str, Shape] = {
     "reply_seen": ("[pass, the mark of the newest reply then (or null), the call that pass judges]",
                    lambda v: isinstance(v, list) and len(v) == 3 and isinstance(v[0], str)
                    and (v[1] is None or isinstance(v[1], str)) and isinstance(v[2], str)),
+    "pressed": ("{id, control, status, text}: the answer to the last control pressed in the web UI",
+                lambda v: isinstance(v, dict) and set(v) == {"id", "control", "status", "text"}
+                and all(isinstance(x, str) for x in v.values())),
     # the user's controls: optional
     "paused": ("a bool", lambda v: isinstance(v, bool)),
     "steps_skipped": STEP_IDS, "attempts_restored": STEP_IDS,
@@ -278,8 +281,8 @@ SHAPES: dict[str, Shape] = {
         and isinstance(v["at"], (int, float)) and not isinstance(v["at"], bool))),
 }
 SCHEMA_2_ONLY = ("run_id", "status", "notice", "notice_turn", "checkpoint", "escalation", "audit_seq")
-OPTIONAL = ("context", "outcome", "provisional", "parallel", "gate_jumps", "held", "picture", "reply_seen", "paused",
-            "steps_skipped", "attempts_restored", "gate", "branch", "fork")
+OPTIONAL = ("context", "outcome", "provisional", "parallel", "gate_jumps", "held", "picture", "reply_seen", "pressed",
+            "paused", "steps_skipped", "attempts_restored", "gate", "branch", "fork")
 BRANCH_STATUSES = ("pending", "running", *BRANCH_OUTCOMES)
 STATUSES = RUN_STATUSES
 NODE_OUTCOMES = ("pending", "success", "fail", "skipped", "partial_success")

@@ -72,6 +72,8 @@ def view(plan: Plan | None, state: dict[str, Any], pace_level: str = "", picture
         "marks": marks, "taken": [i for i, e in enumerate(edges_of) if e in taken],
         "controls": controls(plan, state, done),
     }
+    if state.get("pressed"):  # the answer to the last control pressed in the page
+        run["answer"] = state["pressed"]
     if f["branches"]:
         run["branches"] = [[b["name"], b["status"], b["step"], b["attempt"]] for b in f["branches"]]
     out = _json(run)

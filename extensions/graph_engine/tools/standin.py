@@ -39,6 +39,11 @@ WARM_UP = EXT_DIR / "agent_init" / "_90_graph_engine_warm_up.py"
 LIBRARY = ROOT / "plan_library" / "htn_plan_library.json"
 FIXTURES = ROOT / "fixtures"
 PROMPT_LINE = "root@vm:/a0/usr/workdir#"
+# what Agent-Zero's terminal answers a command while an earlier one still runs (fw.code.info.md around
+# fw.code.running.md): the command is not run
+TERMINAL_BUSY = ("\n\n[SYSTEM: Terminal session 0 might be still running. Check previous outputs and decide whether to "
+                 "reset and continue or wait for more output is needed.]")
+BUSY_CALLS = 2  # commands the terminal refuses after a message cut one short (it runs on meanwhile)
 NUDGE = '{\n  "system_message": "Nudged - continue",\n}\n'  # the user message the Nudge adds (fw.msg_nudge.md)
 
 
@@ -320,6 +325,7 @@ class Context:
         self.data: dict[str, Any] = {}  # the chat's data: "project" is the project it is in (v1.x)
         self.hooks: tuple[list[type], list[type]] = ([], [])  # the pack's hook classes (the Session's)
         self.model: Any = None  # the subordinate agents' scripted model (BranchModel)
+        self.agent0: Any = None  # the chat's own agent (the first agent made for it)
 
     def get_data(self, key: str) -> Any:
         return self.data.get(key)
@@ -337,6 +343,8 @@ class Agent:
         self.number = number
         self.config = config
         self.context = context or Context()
+        if self.context.agent0 is None:
+            self.context.agent0 = self
         self.data: dict[str, Any] = {}
         self.history: list[dict[str, Any]] = []
         self.last_user_message: UserMessage | None = None
@@ -566,6 +574,7 @@ class Session:
         self.agent.context.hooks = ([type(e) for e in self.prompts_after], [type(e) for e in self.before_main])
         self.history: list[dict[str, Any]] = [{"ai": True, "content": tool_reply("response", text="Hello!")}]
         self.loop: LoopData | None = None
+        self.busy = 0  # commands the terminal will refuse (a command cut short still runs)
         self.records: list[PassRecord] = []
         self.monologue_open = False
         self.saved: dict[str, Any] = {}
@@ -627,6 +636,7 @@ class Session:
                 if _so_far(reply.output):
                     self.history.append({"ai": False, "content": {"tool_name": reply.tool,
                                                                   "tool_result": _so_far(reply.output)}})
+                self.busy = BUSY_CALLS  # the cut command runs on: the terminal refuses the next commands
                 return self._cut_pass(loop, prompt_extras, reply, cut)
             self._model(loop, reply)
             moment("after_tool")
@@ -672,6 +682,9 @@ class Session:
             self.monologue_open = False
         elif reply.warning:
             self.history.append({"ai": False, "content": {"system_warning": reply.warning}})
+        elif self.busy and reply.tool == "code_execution_tool":  # Agent-Zero's terminal still runs a cut command
+            self.busy -= 1
+            self.history.append({"ai": False, "content": {"tool_name": reply.tool, "tool_result": TERMINAL_BUSY}})
         else:
             self.history.append({"ai": False, "content": {"tool_name": reply.tool,
                                                           "tool_result": reply.output}})
