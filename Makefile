@@ -66,7 +66,7 @@ real-ui: $(STAMP)
 	@test -n "$(A0_TREES)" -a -d "$(A0_TREES)" || { echo "make real-ui: set A0_TREES to a folder of Agent-Zero trees (docs/development.md)"; exit 2; }
 	$(BIN)/python -m pip install --quiet -e '.[ui]'
 	A0_TREES="$(A0_TREES)" $(BIN)/python tests/a0env.py v1.7
-	A0_TREES="$(A0_TREES)" GRAPH_ENGINE_UI_SHOTS="$(CURDIR)/build/ui-shots" $(BIN)/python -m pytest tests/test_real_ui.py
+	A0_TREES="$(A0_TREES)" GRAPH_ENGINE_UI_SHOTS="$(CURDIR)/build/ui-shots" $(BIN)/python -m pytest tests/test_real_ui.py tests/test_real_ui_hostile.py
 
 # the two hooks timed (and profiled) in Agent-Zero's real message loop, v1.7 tree of A0_TREES: prints the table,
 # writes bench/real_loop_results.json and the real-loop table of docs/performance.md

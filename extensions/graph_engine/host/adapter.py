@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from . import asking, branches, pressed
+from . import asking, branches, page, pressed
 from ..texts import card, render, view
 from ..core import control, engine
 from ..boundary import settings
@@ -1165,7 +1165,7 @@ def _card(rt: Runtime, agent: Any, state: dict, picture: str = "", search: bool 
         if item is not None and _still_logged(agent, item):
             _update_card(item, heading, content, kvps, shown[3] if same_run else None)
         else:
-            item = agent.context.log.log(type=_card_type(kvps), heading=heading, content=content, kvps=kvps)
+            item = page.log(agent.context.log, _card_type(kvps), heading, content, kvps)
             if picture_setting() != "off":
                 _display.start()  # the run's picture will need it: started now, not in the pass that ends it
         if not callable(getattr(item, "update", None)):
@@ -1185,10 +1185,10 @@ def _update_card(item: Any, heading: str, content: str, kvps: dict, sent: tuple 
     the real loop), so unchanged texts and key-value pairs are not sent again (pairs given as keywords are
     merged into the item's table, in both Agent-Zero layouts)."""
     if sent is None or set(sent[2]) != set(kvps):
-        item.update(type=_card_type(kvps), heading=heading, content=content, kvps=kvps)
+        page.update(item, type=_card_type(kvps), heading=heading, content=content, kvps=kvps)
         return
     changed = {k: v for k, v in kvps.items() if sent[2][k] != v}
-    item.update(type=_card_type(kvps), heading=None if heading == sent[0] else heading,
+    page.update(item, type=_card_type(kvps), heading=None if heading == sent[0] else heading,
                 content=None if content == sent[1] else content, **changed)
 
 
@@ -1309,7 +1309,7 @@ def _draw(rt: Runtime, agent: Any, plan: Plan, state: dict, events: list[dict], 
         if path and item is not None and _still_logged(agent, item):
             pace = getattr(agent, PACE_ATTR, "")
             heading, content, kvps = _card_parts(plan, state, pace if isinstance(pace, str) else "", path)
-            item.update(type=_card_type(kvps), heading=heading, content=content, kvps=kvps)
+            page.update(item, type=_card_type(kvps), heading=heading, content=content, kvps=kvps)
     except Exception as exc:  # noqa: BLE001 - a thread's failure is one log line, never a crash
         _log_once(rt, agent, "warning", f"[HTN] Picture of the run {state.get('run_id')} not drawn "
                                         f"({type(exc).__name__}: {exc}); `graph-engine render --trace` draws it "
@@ -1355,7 +1355,7 @@ def _chat_id(agent: Any) -> str:
 
 def _log(agent: Any, level: str, text: str) -> None:
     try:
-        agent.context.log.log(type=level, heading=text[:120], content=text)
+        page.log(agent.context.log, level, text[:120], text)
     except Exception:  # noqa: BLE001 - a missing log must not stop the agent
         pass
 

@@ -244,18 +244,20 @@ class LogItem:
         self.log, self.no, self.guid = log, no, log.guid
         self.type, self.heading, self.content = type, "", ""
         self.kvps: dict[str, Any] = {}
+        self.update_progress = "persistent"  # Agent-Zero's default, also for an item restored with a chat
 
     def update(self, type: str | None = None, heading: str | None = None, content: str | None = None,
-               kvps: Any = None, **kwargs: Any) -> None:
+               kvps: Any = None, update_progress: str | None = None, **kwargs: Any) -> None:
         if self.guid != self.log.guid:
             return  # the log was reset: Agent-Zero drops the update
-        self.log._update(self, type, heading, content, kvps, kwargs)
+        self.log._update(self, type, heading, content, kvps, kwargs, update_progress)
 
 
 class Log:
     """Agent-Zero's log, with the work it does for each ``log()`` and ``update()`` (v1.7 helpers/log.py): under
     a lock, every string masked for secrets (``_masked``), the key-value pairs deep-copied, the change counted
-    in ``updates`` (what the web UI polls)."""
+    in ``updates`` (what the web UI polls), and the progress bar's text (``progress``: the heading of the newest
+    item that feeds it, which the web UI writes into ``#progress-bar`` as HTML)."""
 
     def __init__(self) -> None:
         self.guid = "log-1"
@@ -263,17 +265,18 @@ class Log:
         self.updates: list[int] = []  # item numbers, once per log() and per update(), as Agent-Zero counts
         self.context: Any = None
         self._lock = threading.RLock()
+        self.progress, self.progress_no = "Waiting for input", 0
 
     def log(self, type: str = "info", heading: str = "", content: str = "", kvps: Any = None,
-            **kwargs: Any) -> LogItem:
+            update_progress: str | None = None, **kwargs: Any) -> LogItem:
         with self._lock:
             item = LogItem(self, len(self.logs), type)
             self.logs.append(item)
-        self._update(item, type, heading or "", content or "", dict(kvps or {}), kwargs)
+        self._update(item, type, heading or "", content or "", dict(kvps or {}), kwargs, update_progress)
         return item
 
     def _update(self, item: LogItem, type: str | None, heading: str | None, content: str | None, kvps: Any,
-                extra: dict[str, Any]) -> None:
+                extra: dict[str, Any], update_progress: str | None = None) -> None:
         heading = _masked(heading, self.context)[:120] if heading is not None else None
         content = _masked(content, self.context) if content is not None else None
         kvps = _masked(copy.deepcopy(dict(kvps)), self.context) if kvps is not None else None
@@ -285,7 +288,11 @@ class Log:
             if kvps is not None:
                 item.kvps = kvps
             item.kvps.update(extra)
+            item.update_progress = update_progress if update_progress is not None else item.update_progress
             self.updates.append(item.no)
+            if item.heading and item.update_progress != "none" and item.no >= self.progress_no:
+                self.progress = item.heading  # as Agent-Zero: the newest item with a heading that feeds it
+                self.progress_no = item.no if item.update_progress == "persistent" else -1
 
     def restored(self) -> "Log":
         """The log as Agent-Zero rebuilds it from chat.json: new items numbered in order, with their kvps."""
@@ -301,6 +308,7 @@ class Log:
     def reset(self) -> None:
         self.guid = f"log-{int(self.guid.split('-')[1]) + 1}"
         self.logs, self.updates = [], []
+        self.progress, self.progress_no = "Waiting for input", 0
 
     @property
     def entries(self) -> list[dict[str, Any]]:
