@@ -139,3 +139,34 @@ def test_a_message_at_any_moment_of_a_pass_never_fakes_a_step(a0_tree, tmp_path,
     events = a0_tree.audit(run.chat_id)
     assert [e["type"] for e in events if e["type"] in ("plan_completed", "plan_expired", "plan_escalated")] == \
         ["plan_completed"]
+
+
+# ── while branches run (v1.x: each branch in a subordinate agent) ──────────
+
+
+def test_a_message_while_branches_run_never_fakes_the_step_after_them(a0_tree):
+    """The person writes while three branches run (their model calls take 2 s): after the fan-in, the step after
+    it (Report, whose check any output passes) is shown, the pass ends before its call (the message), and Report
+    passes only on its own command's result, never on Prepare's (issue 48's false completion)."""
+    from test_real_loop_macrocosm import ASK, BRANCHES, library as checks_library, needs_subordinates, project
+    needs_subordinates(a0_tree)
+    p = project(a0_tree)
+    names = {"prepare": "Prepare", "lint": "Lint", "types": "Type check", "tests": "Unit tests", "report": "Report"}
+    commands = {"prepare": f"ls {p}", "report": 'echo "release checks: done"',
+                **{b: f'cd {p} && sh {b}.sh; echo "[exit:$?]"' for b in BRANCHES}}
+    steps = {names[n]: terminal(f"{c}  # call {{n}}", f"Run {names[n]}") for n, c in commands.items()}
+    script = {"steps": steps, "paused": terminal('python3 --version; echo "[exit:$?]"  # call {n}', "Answer"),
+              "other": respond("Done (call {n}).")}
+    turn = {"user": ASK.format(p=p), "say": {"after_calls": 2 + 1 + 2, "text": QUESTION}}
+    run = a0_tree.run([WARM_UP, turn], [terminal("ls", "List the folder"), respond("Some files.")],
+                      chat_delay={b: 2.0 for b in BRANCHES}, env=checks_library(a0_tree, p), by_step=script,
+                      record_judged=True)
+    assert any(QUESTION in c for c in run.calls)
+    for j in run.raw["judged"]:
+        node = j["node"]
+        assert commands[node] in json.loads(j["reply"])["tool_args"]["code"], (node, j["reply"])
+    parent = [(j["node"], j["outcome"]) for j in run.raw["judged"] if not j["branch"]]
+    assert parent == [("prepare", "success"), ("report", "success")], parent
+    events = a0_tree.audit(run.chat_id)
+    assert [e["type"] for e in events if e["type"] in ("plan_completed", "plan_expired", "plan_escalated")] == \
+        ["plan_completed"]
