@@ -3,8 +3,9 @@
     <tree python> tests/a0ui.py --a0-root TREE --script SCRIPT.json --port PORT --calls CALLS.json
 
 Run with the installed pack on PYTHONPATH (tests/test_real_ui.py does).  SCRIPT.json: {"replies": [...], "branch_replies":
-{...}, "chat_delay": ...} as for graph_engine.host.a0driver; each chat call the model receives is written to CALLS.json as it happens, so a test
-can read what the model was told.  Nothing is sent to any model.
+{...}, "chat_delay": ..., "by_step": {...}} as for graph_engine.host.a0driver; each chat call the model receives is written
+to CALLS.json as it happens (and each reply to replies.json beside it), so a test can read what the model was told, and
+started.json says how many calls have started (a test clicks while one is under way).  Nothing is sent to any model.
 """
 
 import argparse
@@ -23,16 +24,23 @@ def main() -> None:
     from graph_engine.host import a0driver
 
     script = a0driver.Script(spec.get("replies", []), spec.get("utility_reply", "[]"), None,
-                             spec.get("branch_replies"), spec.get("chat_delay") or 0.0)
+                             spec.get("branch_replies"), spec.get("chat_delay") or 0.0, spec.get("by_step"))
     calls = Path(args.calls)
-    chat = script.chat
+    started = calls.with_name("started.json")
+    chat, delay = script.chat, script.delay
 
     def recorded(messages, *args, **kwargs):
         reply = chat(messages, *args, **kwargs)
         calls.write_text(json.dumps([c["messages"] for c in script.calls]))
+        replies = calls.with_name("replies.json")
+        replies.write_text(json.dumps([{"reply": c["reply"], "branch": c["branch"]} for c in script.calls]))
         return reply
 
-    script.chat = recorded
+    def starting(branch):  # asked as each chat call starts (before its delay): the test knows a call is under way
+        started.write_text(json.dumps({"started": script.started, "answered": len(script.calls)}))
+        return delay(branch)
+
+    script.chat, script.delay = recorded, starting
     a0driver.Session(args.a0_root, script)  # the scripted model, the shell as the container's, memory apart
     from helpers import runtime
     runtime.args.update(port=int(args.port), host="127.0.0.1")  # beside the driver's --dockerized=true

@@ -45,7 +45,8 @@ STATE_ATTR = "_htn_state"
 PACE_ATTR = "_org_pace_level"
 LIBRARY_NAME = "htn_plan_library.json"
 MONOLOGUE_KEY = "graph_engine_monologue"
-COMPANION_ATTR = "_graph_engine_companion"  # (monologue, iteration) the companion last handled
+SEEN_KEY = "graph_engine_seen"  # in a monologue's params_persistent: a hook call of this pack has seen it
+COMPANION_ATTR = "_graph_engine_companion"  # (loop data, iteration) of the pass the companion last handled
 CHECKED_ATTR = "_graph_engine_written"  # the state object this module last wrote (its shape is known good)
 SPOOL_KEY = "graph_engine_audit_spool"  # agent data, saved with the chat: audit lines not written yet
 MAX_SPOOL_LINES = 2_000
@@ -153,8 +154,16 @@ async def run_hook(agent: Any, loop_data: Any, hook: str, ext_file: str, runtime
             setattr(agent, TOLD_ATTR, None)
         unread = _unread_request(loop_data)
         if unread:  # the monologue's own message, which no hook read: decided first, as its first pass would have
-            await _decide(rt, agent, loop_data, hook, cfg, unread)
-        await _decide(rt, agent, loop_data, hook, cfg)
+            await _decide(rt, agent, loop_data, hook, cfg, _prepare(rt, agent, loop_data, hook, cfg, request=unread),
+                          unread)
+        prepared = _prepare(rt, agent, loop_data, hook, cfg)
+        if prepared is None:  # most passes: no run, and no message that could start one
+            if hook == engine.PROMPTS_AFTER:  # the selector's call of this pass would find the same: it returns
+                setattr(agent, COMPANION_ATTR, (loop_data, _iteration(loop_data)))
+        elif prepared.question is None:
+            _step(rt, agent, loop_data, hook, prepared)
+        else:
+            await _decide(rt, agent, loop_data, hook, cfg, prepared)
         if branches.waiting(getattr(agent, STATE_ATTR, None)) and branches.branch_of(agent) is None:
             await _run_branches(rt, agent, loop_data, hook, cfg)
         if told:
@@ -173,9 +182,9 @@ async def run_hook(agent: Any, loop_data: Any, hook: str, ext_file: str, runtime
 
 
 async def _decide(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: settings.Settings,
-                  request: str | None = None) -> None:
-    """Read the pass, ask the utility model when the local matching cannot settle the new message, step."""
-    prepared = _prepare(rt, agent, loop_data, hook, cfg, request=request)
+                  prepared: "_Pass | None", request: str | None = None) -> None:
+    """Ask the utility model when the local matching cannot settle the new message, then step the pass read
+    (``prepared``; ``request``: the monologue's own message, read late)."""
     if prepared is None:
         return
     if prepared.question is not None:
@@ -198,11 +207,13 @@ async def _decide(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: setti
 def _unread_request(loop_data: Any) -> str:
     """The monologue's own message, when no hook has read it: a message the person wrote while the agent started
     (Agent-Zero took it before the monologue's first pass built its prompt) ended that pass before any hook ran, so
-    this later pass is the first to see the monologue.  "" otherwise (and for the Nudge)."""
-    if _iteration(loop_data) == 0:
-        return ""
+    this later pass is the first to see the monologue.  "" otherwise (and for the Nudge).  The first hook call of a
+    monologue names it, so later passes pay one dictionary lookup."""
     store = getattr(loop_data, "params_persistent", None)
-    if not isinstance(store, dict) or MONOLOGUE_KEY in store:
+    if not isinstance(store, dict) or SEEN_KEY in store:
+        return ""
+    store[SEEN_KEY] = True  # seen from here on
+    if _iteration(loop_data) == 0 or MONOLOGUE_KEY in store:
         return ""
     words = user_words(getattr(loop_data, "user_message", None))
     return "" if not words or from_framework(words) else words
@@ -572,7 +583,7 @@ def _step(rt: Runtime, agent: Any, loop_data: Any, hook: str, p: _Pass) -> None:
         setattr(agent, CONTROL_ATTR, p.obs.message_id)
     _apply(rt, agent, loop_data, new_state, fx)
     if hook == engine.PROMPTS_AFTER:
-        setattr(agent, COMPANION_ATTR, (p.obs.monologue, p.obs.iteration))
+        setattr(agent, COMPANION_ATTR, (loop_data, p.obs.iteration))
 
 
 def _may_start(rt: Runtime, library: Any, loop_data: Any, request: str | None = None) -> bool:
@@ -609,14 +620,17 @@ def _is_control(rt: Runtime, words: str) -> bool:
 
 
 def _companion_handled(agent: Any, loop_data: Any, hook: str) -> bool:
-    """before_main_llm_call after the companion handled the same pass (not the pass of a new message)."""
+    """before_main_llm_call after the companion handled the same pass (not the pass of a new message): it stepped
+    the pass, or found nothing that could happen in it (no run, no message that could start one), which the selector
+    would find too, as it reads the same history and, past a monologue's first pass, no domain.  (A pass is its
+    loop data, which is the monologue's, and its iteration.)"""
     if hook != engine.BEFORE_MAIN:
         return False
     seen = getattr(agent, COMPANION_ATTR, None)
     if not isinstance(seen, tuple):
         return False  # no companion has handled a pass of this agent
     iteration = _iteration(loop_data)
-    return iteration > 0 and seen == (_monologue_id(loop_data), iteration)
+    return iteration > 0 and seen[0] is loop_data and seen[1] == iteration
 
 
 # ── reading ─────────────────────────────────────────────────────────────────
