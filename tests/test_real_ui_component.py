@@ -23,7 +23,7 @@ import pytest
 
 from a0real import respond, terminal
 from test_real_ui import (CALC, TEST, UI, audit_events, browser, component, form, open_chat, project,  # noqa: F401
-                          send, shot, tree, wait_for, FORM, SHOTS)
+                          pytestmark, send, shot, tree, wait_for, FORM, SHOTS)
 
 PLUGIN = "graph_workflow_engine"
 STUB = '''"""A stand-in for the pack's workflow_control API, written by tests/test_real_ui_component.py into a throwaway
