@@ -131,7 +131,7 @@ def marks(plan: Plan, state: dict[str, Any], shown: tuple[str, ...], active: boo
     exhausted = state.get("steps_failed") or ()
     skipped = {plan.success_path[i] if isinstance(i, int) and i < len(plan.success_path) else i
                for i in state.get("steps_skipped") or ()} or NO_ENTRY
-    passed = _passed(plan, state)
+    passed = _passed(plan, state, 2 * WINDOW if len(shown) < len(plan.nodes) else 0)
     if not active:
         at = frozenset()
         current_if_active, current_if_ended = "", current
@@ -160,10 +160,11 @@ def marks(plan: Plan, state: dict[str, Any], shown: tuple[str, ...], active: boo
     return "".join(out)
 
 
-def _passed(plan: Plan, state: dict[str, Any]) -> set[str]:
-    """The nodes the run went through: its start, and every node on its path (the newest MAX_PATH; a step gone
-    back over leaves it), the branches' paths included."""
-    passed = {plan.start, *(state.get("path") or ())}
+def _passed(plan: Plan, state: dict[str, Any], recent: int = 0) -> set[str]:
+    """The nodes the run went through: its start, and every node on its path (the newest MAX_PATH, or the newest
+    ``recent`` for a window around the current step; a step gone back over leaves it), the branches' paths
+    included."""
+    passed = {plan.start, *(state.get("path") or ())[-recent:]}
     fork = state.get("fork")
     for b in fork.get("branches", ()) if isinstance(fork, dict) else ():
         sub = b.get("state") if isinstance(b.get("state"), dict) else NO_ENTRY

@@ -21,6 +21,7 @@ const STYLE = { on_fail: "retry", on_retry: "retry", on_exhaust: "exhaust" };
 // ── the item's data ─────────────────────────────────────────────────────────────────────────────────────────
 
 const drawings = new Map(); // the drawing's JSON -> the drawing read, for the latest few (a pass sends the same)
+let drawn = 0;
 
 function drawingOf(value) {
   const text = Array.isArray(value) ? value.join("") : typeof value === "string" ? value : "";
@@ -29,9 +30,15 @@ function drawingOf(value) {
   if (!found) {
     const d = JSON.parse(text);
     if (d?.v !== 2 || !Array.isArray(d.nodes) || !Array.isArray(d.edges)) return null;
-    found = { plan: String(d.plan ?? ""), key: `${drawings.size}:${text.length}:${Date.now()}`,
-              nodes: d.nodes.map(([id, name, kind]) => ({ id: String(id), name: String(name), kind: String(kind) })),
-              edges: d.edges.map(([a, b, cond], i) => ({ a, b, cond: String(cond ?? ""), i })) };
+    const n = d.nodes.length;
+    const place = (i) => Number.isInteger(i) && i >= 0 && i < n;
+    found = { plan: String(d.plan ?? ""), key: `drawing${++drawn}`,
+              nodes: d.nodes.map((node) => {
+                const [id, name, kind] = Array.isArray(node) ? node : [];
+                return { id: String(id ?? ""), name: String(name ?? ""), kind: String(kind ?? "task") };
+              }),
+              edges: d.edges.map((e, i) => (Array.isArray(e) ? { a: e[0], b: e[1], cond: String(e[2] ?? ""), i } : null))
+                .filter((e) => e && place(e.a) && place(e.b)) };
     found.start = found.nodes.findIndex((n) => n.kind === "start");
     if (drawings.size >= 8) drawings.delete(drawings.keys().next().value);
     drawings.set(text, found);
@@ -58,7 +65,14 @@ export function parse(kvps) {
     window.forEach((i, k) => (marks[i] = MARKS[run.marks[k]] || "pending"));
   } else return null;
   const taken = new Set(Array.isArray(run.taken) ? run.taken : []);
-  return { ...run, plan: drawing.plan, drawing, window, marks, taken,
+  const text = (v) => String(v ?? "");
+  const check = run.check && typeof run.check === "object"
+    ? { step: text(run.check.step), outcome: text(run.check.outcome), reason: text(run.check.reason) } : null;
+  const branches = (Array.isArray(run.branches) ? run.branches : []).filter(Array.isArray).map((b) => b.map(text));
+  return { ...run, run: text(run.run), status: text(run.status), step: text(run.step), current: text(run.current),
+           attempt: text(run.attempt), pace: text(run.pace), said: text(run.said), picture: text(run.picture),
+           done: Number(run.done) || 0, total: Number(run.total) || 0, check, branches,
+           plan: drawing.plan, drawing, window, marks, taken,
            controls: run.controls.filter((c) => Array.isArray(c) && c.length >= 4).map(([label, kind, node, words]) =>
              ({ label: String(label), kind: String(kind), node: String(node || ""), words: String(words || "") })) };
 }
