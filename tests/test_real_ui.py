@@ -128,6 +128,11 @@ def open_chat(browser, ui: UI):
 def send(page, text: str) -> None:
     page.fill("#chat-input", text)
     page.keyboard.press("Enter")
+    try:  # the page takes the message: the input is emptied
+        page.wait_for_function("() => document.querySelector('#chat-input').value === ''", timeout=10_000)
+    except Exception:  # noqa: BLE001 - not taken (the page was still connecting): once more
+        if page.input_value("#chat-input") == text:
+            page.keyboard.press("Enter")
 
 
 def component(page) -> dict:
