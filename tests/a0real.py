@@ -106,15 +106,16 @@ class A0Copy:
     def run(self, turns: list, replies: list[str], context_window: int | None = None,
             utility_reply: str = "[]", env: dict | None = None, timeout: float = 600,
             utility_rules: list[dict] | None = None, stop_at_write: dict | None = None,
-            branch_replies: dict | None = None, chat_delay=0.0) -> Run:
+            branch_replies: dict | None = None, chat_delay=0.0, **script) -> Run:
         """Run `turns` (a text is a user message; {"nudge": True}; {"load": chat_id}) in one process.
-        ``utility_rules``: utility calls holding a rule's marker get its answer (see graph_engine.host.a0driver)."""
+        ``utility_rules``: utility calls holding a rule's marker get its answer; ``script``: the driver's other
+        keys (``by_step``, ``record_judged``; see graph_engine.host.a0driver)."""
         work = self.root.parent / f"run-{len(list(self.root.parent.glob('run-*')))}"
         work.mkdir()
         spec = {"turns": [{"user": t} if isinstance(t, str) else t for t in turns], "replies": replies,
                 "context_window": context_window, "utility_reply": utility_reply, "timeout": timeout,
                 "utility_rules": utility_rules or [], "stop_at_write": stop_at_write,
-                "branch_replies": branch_replies or {}, "chat_delay": chat_delay}
+                "branch_replies": branch_replies or {}, "chat_delay": chat_delay, **script}
         (work / "script.json").write_text(json.dumps(spec))
         environ = {**os.environ, "PYTHONPATH": str(self.package_home()), "A0_ROOT": str(self.root),
                    "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}

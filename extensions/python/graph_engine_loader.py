@@ -74,6 +74,6 @@ def warn_once(agent, text):
         return
     _warned.add(text)
     try:
-        agent.context.log.log(type="warning", heading=text[:120], content=text)
+        agent.context.log.log(type="warning", heading=text[:120], content=text, update_progress="none")
     except Exception:
         pass

@@ -111,6 +111,14 @@ TABLE = {
                                't -> stuck [condition="on_exhaust"]', 'u -> join [condition="on_success"]',
                                'u -> stuck [condition="on_exhaust"]', 'join -> exit [condition="on_success"]',
                                'join -> stuck [condition="on_fail"]')), dot()),
+    # what the page shows: markup, direction controls and invisible characters in names, reasons and labels
+    "text_markup": (dot({"t": 't [label="Run <b>the</b> tests", prompt="Run", verify="exit_code_zero"]'}),
+                    dot({"t": 't [label="Run the tests (a < b, x & y)", prompt="Run", verify="exit_code_zero"]',
+                         "e2": 't -> exit [condition="on_success", label="[A] Approve"]'})),
+    "text_bidi": (dot({"stuck": 'stuck [type="escalate", reason="stuck at \u202etxt.exe"]'}),
+                  dot({"stuck": 'stuck [type="escalate", reason="\u05e0\u05ea\u05e7\u05e2 (stuck)"]'})),
+    "text_invisible": (dot({"e2": 't -> exit [condition="on_success", label="do\u200bne"]'}),
+                       dot({"e2": 't -> exit [condition="on_success", label="done \U0001f469\u200d\U0001f4bb"]'})),
 }
 
 

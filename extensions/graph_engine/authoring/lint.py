@@ -18,6 +18,8 @@ never more than ``max_turns`` turns: that is the plan's worst case.
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping
 
@@ -56,6 +58,13 @@ RULES: Mapping[str, tuple[str, str]] = {
     "trigger_overlap": (WARNING, "one trigger phrase contains another of the same plan: one phrase scores twice"),
     "duplicate_trigger": (WARNING, "the same trigger phrase in two plans (or twice in one)"),
     "example_routing": (WARNING, "an example that does not start its plan, or a not-example that starts a plan"),
+    "text_markup": (WARNING, "a text the page shows (a plan's or step's name or description, an escalation reason, a "
+                             "check's wording, an edge label) holds markup: an HTML tag or entity, icon:// or img://, "
+                             "a markdown image or link"),
+    "text_bidi": (WARNING, "a text the page shows holds a bidirectional control (U+202A-U+202E, U+2066-U+2069, "
+                           "U+200E, U+200F, U+061C): what the person reads is reordered"),
+    "text_invisible": (WARNING, "a text the page shows holds an invisible format or control character (zero-width "
+                                "space, word joiner, byte order mark, soft hyphen, escape, ...)"),
     # DOT files (Attractor rule ids where the rule is the same)
     "syntax": (ERROR, "a DOT file that does not parse (the message gives line:column)"),
     "duplicate_plan": (ERROR, "a DOT plan whose id (the digraph name) is already taken"),
@@ -274,6 +283,7 @@ def lint_plan(plan: Plan) -> PlanReport:
     found: list[Diagnostic] = []
     found += _trigger_rules(plan)
     found += _pattern_rules(plan)
+    found += _text_rules(plan)
     if plan.mode == "linear":
         worst = min(plan.max_turns, (len(plan.nodes) - 1) * plan.stale_after_turns)
         return PlanReport(plan.id, tuple(found), worst)
@@ -450,6 +460,69 @@ def _trigger_rules(plan: Plan) -> list[Diagnostic]:
                 found.append(diag("trigger_overlap", pid, f"'{b}' always also matches '{a}'",
                                   f"drop '{a}' or '{b}', or reword one"))
     return found
+
+
+# bounded repeats: a search costs at most a few hundred steps per character of a text, whatever it holds
+MARKUP = re.compile(r"(?P<tag><(?:/?[A-Za-z][A-Za-z0-9-]{0,20}|[!?]))|"
+                    r"(?P<entity>&(?:#[0-9]{1,8}|#[xX][0-9A-Fa-f]{1,8}|[A-Za-z][A-Za-z0-9]{0,31});)"
+                    r"|(?P<scheme>(?:icon|img)://)|(?P<markdown>!?\[[^\]\n]{0,200}\]\([^)\n]{0,500}\))")
+MARKUP_WORDS = {"tag": "an HTML tag", "entity": "an HTML entity", "scheme": "Agent-Zero's icon or image syntax",
+                "markdown": "a markdown image or link"}
+BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+JOINERS = frozenset("\u200c\u200d\t\n\r")  # the joiners words and emoji need; line breaks in descriptions
+
+
+def shown_texts(plan: Plan) -> Iterable[tuple[str, str, Node | None, Edge | None]]:
+    """(where, text, node, edge) of every text of a plan that the page shows: in the workflow card and component,
+    and in the log lines; the model reads them too, and may repeat them in its answer, which the page renders as
+    markdown."""
+    yield "the plan's name", plan.name, None, None
+    yield "the plan's description", plan.description, None, None
+    for node in plan.nodes.values():
+        yield "the step's name", node.name, node, None
+        yield "the step's description", node.description, node, None
+        yield "the escalation reason", node.reason, node, None
+        yield "the check's wording (verify.describe)", node.verify.says if node.verify else "", node, None
+    for edge in plan.edges:
+        yield "the edge's label", edge.label, None, edge
+
+
+def _text_rules(plan: Plan) -> list[Diagnostic]:
+    """Markup, bidirectional controls and invisible characters in what the page shows: the pack shows them as
+    text, but a reader cannot see what the text really holds, and the model may repeat it where the page renders
+    markup."""
+    found = []
+    for where, text, node, edge in shown_texts(plan):
+        if not text:
+            continue
+        at = {"node": node.id if node else None, "edge": edge,
+              "index": _index(plan, edge) if edge is not None else None}
+        mark = MARKUP.search(text)
+        if mark:
+            found.append(diag("text_markup", plan.id, f"{where} holds {MARKUP_WORDS[mark.lastgroup]} "
+                              f"'{_spelled(mark.group(0))}': the page shows it as text, and the model, which reads "
+                              "it, may repeat it where the page renders markup",
+                              "write plain words (e.g. 'the img tag' for <img>, 'and' for &amp;)", **at))
+        bidi = next((c for c in text if c in BIDI), None)
+        if bidi:
+            found.append(diag("text_bidi", plan.id, f"{where} holds {_char(bidi)}, which reorders how the text "
+                              "around it is displayed: the person does not read what the plan says",
+                              "remove it: right-to-left words display correctly without direction controls", **at))
+        hidden = next((c for c in text if c not in BIDI and c not in JOINERS
+                       and unicodedata.category(c) in ("Cf", "Cc")), None)
+        if hidden:
+            found.append(diag("text_invisible", plan.id, f"{where} holds {_char(hidden)}, which the person cannot "
+                              "see: two texts that look the same can differ", "remove it", **at))
+    return found
+
+
+def _char(c: str) -> str:
+    return f"U+{ord(c):04X} ({unicodedata.name(c, 'a control character')})"
+
+
+def _spelled(text: str) -> str:
+    """A fragment quoted in a finding: characters a terminal would not show plainly spelled as \\uXXXX."""
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text[:40])
 
 
 def contains_phrase(text: str, phrase: str) -> bool:

@@ -68,6 +68,8 @@ class Control:
     target: str = ""  # the step or plan the message names (normalised words), for "back" and "start"
     explicit: bool = True  # the target was said as one ("the fix step", "the git workflow"): a control even
     # when it names nothing; else the message is a control only when the target names a step or a plan
+    node: str = ""  # the step to go back to, by its id (a control pressed in the web UI names it so)
+    by: str = ""  # "button": pressed in the web UI (the audit event says so); "": said in the chat
 
 
 def words(text: str) -> str:

@@ -20,7 +20,11 @@ So every pass key ``"<monologue>:<k>"`` names one LLM call.  The engine
 records in ``state["shown"]`` which node's instructions were in the prompt of
 which call, and in ``state["consumed"]`` which calls' outputs were already
 judged.  The output of call *k* (read at pass *k+1*) is evidence only if call
-*k* was shown the node that is current now and it was not judged before.
+*k* was shown the node that is current now and it was not judged before.  A
+message the person writes while the agent works can end a pass before its call
+replies: the output read next is then an earlier call's, so it is taken for
+call *k*'s only when the model's newest reply changed since pass *k*
+(``Observation.reply_mark``, noted in ``state["reply_seen"]``).
 Anything else (results from before activation, from an earlier user message,
 re-read after history compression, a wrong tool) changes nothing but counters.
 
@@ -43,7 +47,7 @@ from .model import Edge, Node, Plan
 from .state import (MAX_CONSUMED, MAX_CONTEXT_KEYS, MAX_GATE_JUMPS, branch_outcome, branch_state, emit, new_state,
                     push_path, record_shown, remember, shown_node)
 from .routing import STATUS_OF, accelerator, choice_key, normalise_label, reachable, select_edge
-from .verify import Evidence, Verdict, capture, check, judged_text
+from .verify import Evidence, Verdict, capture, check, did_not_run, judged_text, only_resets
 
 PROMPTS_AFTER = "prompts_after"
 BEFORE_MAIN = "before_main"
@@ -74,6 +78,7 @@ class Observation:
     continuation: bool = False  # the new words only say "go on" (``matching.words.is_continuation``)
     names_run_plan: bool = False  # they name the running plan by one of its trigger phrases
     files: dict[str, str] = field(default_factory=dict)  # what the host saw of the paths the current check names
+    reply_mark: str | None = None  # names the model's newest reply (a new reply, a new mark); None: not known
     concurrent: bool = False  # the host runs a parallel node's branches at once, each in a subordinate agent
     serial_reason: str = ""  # why it does not (said once, when a run meets a parallel node)
 
@@ -100,6 +105,7 @@ class Effects:
     notice: str = ""  # why an earlier run ended, shown above a newly started run's context
     final_state: dict[str, Any] | None = None  # the state of a run that ended in this call
     control: str = ""  # the user's control decided in this call (control.KINDS), "" for none
+    refused: str = ""  # a pressed control that changed nothing: why (press)
     texts: Any = None  # the texts module (the host's ``render``), given to ``step``: this module words nothing itself
 
     def log(self, level: str, text: str) -> None:
@@ -147,17 +153,26 @@ def step(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any] | None
         run = _alive(run)
     if run is None:
         return None, fx
+    return _render(run, obs, fx, paused)
+
+
+def _render(run: Run, obs: Observation, fx: Effects, paused: bool) -> tuple[dict[str, Any], Effects]:
+    """What the call this hook reaches reads about the live run, and which step it was shown (``paused``: a new
+    message not decided yet, so no step)."""
     _gate_started(run, obs)
     if fx.notice:  # shown until the first call after it has seen it (this one, when this hook reaches it)
         run.state["notice"] = fx.notice
         run.state["notice_turn"] = run.state["turn"] + (0 if obs.hook == PROMPTS_AFTER else 1)
     _hold_on_emergency(run, obs)
-    if run.state.get("paused"):  # paused by the user: no step in this call, and its output is not evidence
+    target = obs.pass_key if obs.hook == PROMPTS_AFTER else obs.next_pass_key
+    if run.state.get("paused") or paused:  # no step in this call, and its output is not evidence (a step an earlier
+        record_shown(run.state, target, "")  # hook showed this call, for want of a companion, is taken back)
+    if run.state.get("paused"):  # paused by the user
         fx.context = fx.texts.user_paused(run.plan, run.state)
         if run.state.get("notice") and run.state["turn"] <= run.state.get("notice_turn", 1):
             fx.context = run.state["notice"] + "\n\n" + fx.context
         return run.state, fx
-    if paused:  # a new message not decided yet: no step in this call, and its output is not evidence
+    if paused:  # a new message not decided yet
         fx.context = fx.texts.paused_notice(run.state)
         return run.state, fx
     fx.context = shown_text(run)
@@ -166,8 +181,51 @@ def step(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any] | None
             fx.context = run.state["notice"] + "\n\n" + fx.context
         else:
             run.state["notice"] = ""
-    target = obs.pass_key if obs.hook == PROMPTS_AFTER else obs.next_pass_key
     record_shown(run.state, target, run.state["current_node"])
+    return run.state, fx
+
+
+PRESSED = "pressed"  # the hook name of a control pressed between the agent's passes
+
+
+def press(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any], ctl: control.Control,
+          obs: Observation, texts: Any, request: str = "") -> tuple[dict[str, Any] | None, Effects]:
+    """A control the person pressed in the web UI, applied at once: between the agent's passes (``obs.hook`` is
+    PRESSED: the model is told at its next call; ``obs`` names the run's last pass), or in a hook call that waited
+    (for the utility model, or for branches): the call it reaches is shown the result.  ``fx.control`` names the
+    control when it changed the run; ``fx.refused`` says why it did not (the model is not told of a refusal: the
+    person sees it where they pressed).  A result in flight when it came is judged against the step its call was
+    shown, or set aside (``_judge``), never against a step the control moved to.  The answer the person reads
+    (``request`` names their press) is kept in the run's ``pressed``."""
+    fx = Effects(texts=texts)
+    run = _resume(lookup, state, fx)
+    if run is None:
+        return None, fx
+    run.now, run.concurrent, run.serial_reason = obs.now, obs.concurrent, obs.serial_reason
+    seq = state.get("seq", 0)
+    if ctl.kind == "restart":
+        run = _restart(plans, run, obs, ctl)
+    elif ctl.kind == "resume" and not state.get("paused"):
+        _answer(run, fx, fx.texts.control_line(f"'{run.plan.name}' is not paused; it goes on at its current step."))
+    elif ctl.kind in _CONTROLS:
+        _CONTROLS[ctl.kind](run, ctl)
+    event = CONTROL_EVENTS[ctl.kind]
+    if any(e.get("seq", 0) > seq and e.get("type") == event for e in state.get("events") or ()):
+        fx.control = ctl.kind
+    else:
+        fx.refused = (fx.notice or fx.context or "").split("] ", 1)[-1]
+        fx.notice = ""
+    run = _alive(run) if run is not None else None
+    kept = run.state if run is not None else fx.final_state or state
+    plan = run.plan if run is not None else lookup(kept.get("plan_id", ""), kept.get("plan_version", ""))
+    kept["pressed"] = {"id": request, "control": ctl.kind, "status": "applied" if fx.control else "refused",
+                       "text": texts.pressed_answer(ctl.kind, bool(fx.control), fx.refused, plan, kept)}
+    if run is None:
+        return None, fx
+    if obs.hook != PRESSED:
+        return _render(run, obs, fx, False)
+    if fx.notice:  # the first call after it reads it
+        run.state["notice"], run.state["notice_turn"] = fx.notice, run.state["turn"] + 1
     return run.state, fx
 
 
@@ -209,18 +267,48 @@ def _tick(run: Run, obs: Observation) -> str:
     """Count the pass once; return the key of the call whose output this pass may judge."""
     s = run.state
     previous = s.get("last_pass", "")
-    if previous == obs.pass_key:
-        return f"{obs.monologue}:{obs.iteration - 1}" if obs.iteration > 0 else ""
+    seen = s.get("reply_seen")
+    if previous == obs.pass_key:  # the other hook of this pass: the call the first one found
+        same = isinstance(seen, list) and seen[0] == obs.pass_key
+        return "" if s.get("paused") else seen[2] if same else _call_before(obs, previous)
     s["last_pass"] = obs.pass_key
+    key = _producing_call(s, obs, previous, seen)
+    s["reply_seen"] = [obs.pass_key, obs.reply_mark, key]
     if s.get("paused"):
         return ""  # paused: no turn counts toward expiry, and nothing is judged
     s["turn"] += 1
     s["turns_since_transition"] = s.get("turns_since_transition", 0) + 1
     s["turns_since_progress"] = s.get("turns_since_progress", 0) + 1
+    return key
+
+
+def _call_before(obs: Observation, previous: str) -> str:
+    """The call made at the pass before this one: the previous iteration's, or at a monologue's first pass the
+    previous monologue's last call (its response reply, or a tool result a stop left)."""
     if obs.iteration > 0:
         return f"{obs.monologue}:{obs.iteration - 1}"
-    # first pass of a new monologue: the previous monologue's last call (its response reply)
     return previous if previous.split(":", 1)[0] != obs.monologue else ""
+
+
+def _producing_call(s: dict[str, Any], obs: Observation, previous: str, seen: Any) -> str:
+    """The call whose reply is the newest in history now, or "" when no call replied since this run's last pass.
+
+    The host marks the model's newest reply (``Observation.reply_mark``); this run noted the mark its last pass saw
+    (``reply_seen``).  A message the person writes while the agent works can end a pass after its hooks ran and
+    before its call replied (Agent-Zero's handle_intervention, during the call or just before it): the newest
+    reply, and the result after it, are then still those of an earlier call, already judged or never shown this
+    step.  A pass whose hooks did not run made no call, so a new reply is the call of the last pass that ran them."""
+    if obs.iteration == 0 or obs.reply_mark is None or not (isinstance(seen, list) and seen[0] == previous
+                                                            and seen[1] is not None):
+        return _call_before(obs, previous)
+    if previous.split(":", 1)[0] != obs.monologue:
+        return _call_before(obs, previous)
+    if seen[1] != obs.reply_mark:
+        return previous
+    if obs.output is not None:
+        emit(s, "evidence_ignored", node=s["current_node"], tool=obs.output.tool,
+             reason=f"call {previous} made no reply (a message came first); the newest result is an earlier call's")
+    return ""
 
 
 def _hold_on_emergency(run: Run, obs: Observation) -> None:
@@ -256,11 +344,23 @@ def _judge(run: Run, obs: Observation, key: str) -> None:
     remember(s, "consumed", key, MAX_CONSUMED)
     node = run.node
     shown = shown_node(s, key)
-    if shown != node.id or node.type != "task":
-        return  # that call was not shown this node: not evidence
+    if shown != node.id or node.type != "task":  # that call was not shown this node: not evidence
+        was = run.plan.nodes.get(shown) if shown else None
+        if was is not None and was.type == "task":  # it was shown a step the run has left since (a control moved it)
+            emit(s, "evidence_ignored", node=shown, tool=out.tool,
+                 reason=f"issued for '{shown}'; the run has moved to '{node.id}' since")
+        return
     if out.not_found or (node.tool and out.tool != node.tool):
         emit(s, "evidence_ignored", node=node.id, tool=out.tool,
              reason="unknown tool" if out.not_found else f"step expects tool {node.tool}")
+        return
+    if did_not_run(out.text):  # no verdict on a command that never ran: the step is shown again, and why
+        emit(s, "evidence_ignored", node=node.id, tool=out.tool,
+             reason="the terminal was still running an earlier command, so this call's command did not run")
+        s["notice"], s["notice_turn"] = run.fx.texts.terminal_busy(), s["turn"]
+        return
+    if out.tool == "code_execution_tool" and only_resets(out.reply):
+        emit(s, "evidence_ignored", node=node.id, tool=out.tool, reason="the call only reset the terminal")
         return
     evidence = Evidence(tool=out.tool, text=out.text, reply=out.reply, truncated=out.truncated, files=obs.files)
     text = judged_text(evidence)  # cleaned once: the check, the capture and the hash read the same text
@@ -270,6 +370,11 @@ def _judge(run: Run, obs: Observation, key: str) -> None:
     if _judged_already(s, obs, key, sha):
         return
     verdict = check(node.verify, evidence, text)
+    if out.interrupted and not verdict.ok:  # the person's message may have cut the command short: no failure
+        emit(s, "evidence_ignored", node=node.id, tool=out.tool,
+             reason=f"a message came while the command ran, which may have cut it short ({verdict.reason}); "
+                    "the step is shown again, its attempt unspent")
+        return
     if verdict.too_slow:
         run.fx.log("warning", f"[HTN] Plan '{run.plan.id}': the check of step '{node.name}' took too long on a "
                               f"{len(text):,}-character output and counts as failed; simplify its pattern in the "
@@ -1009,6 +1114,7 @@ def _activate(match: Match, obs: Observation, fx: Effects, said: str = "") -> Ru
     name (``said``: the user's words)."""
     plan, hits = match.plan, match.hits
     state = new_state(plan, obs.monologue, obs.pass_key, obs.global_turn)
+    state["reply_seen"] = [obs.pass_key, obs.reply_mark, ""]  # results from before it are no evidence for it
     run = Run(plan=plan, state=state, fx=fx, now=obs.now, concurrent=obs.concurrent, serial_reason=obs.serial_reason)
     why = {} if match.meaning is None else {"meaning": {"score": round(match.meaning.total, 3),
                                                        "example": match.meaning.example}}
@@ -1087,9 +1193,12 @@ def _answer(run: Run | None, fx: Effects, text: str) -> None:
 
 
 def _said(run: Run, ctl: control.Control, **fields: Any) -> None:
-    """The one audit event of a control, naming what the user wrote; and its log line."""
+    """The one audit event of a control, naming what the user wrote (or pressed: ``by``); and its log line."""
+    if ctl.by:
+        fields["by"] = ctl.by
     emit(run.state, CONTROL_EVENTS[ctl.kind], node=run.state["current_node"], said=ctl.said, **fields)
-    run.fx.log("info", f"[HTN] Workflow '{run.plan.name}': the user said {ctl.said!r} ({ctl.kind})")
+    how = "pressed" if ctl.by == "button" else "said"
+    run.fx.log("info", f"[HTN] Workflow '{run.plan.name}': the user {how} {ctl.said!r} ({ctl.kind})")
 
 
 def _stop(run: Run, ctl: control.Control) -> bool:
@@ -1162,7 +1271,9 @@ def _skip(run: Run, ctl: control.Control) -> bool:
 
 def _back(run: Run, ctl: control.Control) -> bool:
     plan, s = run.plan, run.state
-    if ctl.target:
+    if ctl.node:  # a step pressed in the web UI: named by its id
+        found = [ctl.node] if ctl.node in plan.nodes and plan.nodes[ctl.node].type in RESTING else []
+    elif ctl.target:
         found = control.find_steps(plan, ctl.target)
     else:  # "go back": the step before the current one
         found = [n for n in reversed(s.get("path", [])) if n != s["current_node"]

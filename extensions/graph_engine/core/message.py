@@ -45,6 +45,7 @@ class CallOutput:
     truncated: bool = False  # shortened by history compression
     file: str = ""  # where Agent-Zero saved the full result, when it did
     not_found: bool = False  # "Tool X not found": never evidence
+    interrupted: bool = False  # a message of the person's follows it: the tool may have been cut short by it
 
 
 def allowed(plan_id: str, allowed_plans: Sequence[str] | None) -> bool:

@@ -163,7 +163,8 @@ def remember(state: dict[str, Any], key: str, item: Any, limit: int) -> None:
 
 
 def record_shown(state: dict[str, Any], pass_key: str, node_id: str) -> None:
-    """Note which node's instructions are in the prompt of the call made at ``pass_key``."""
+    """Note which node's instructions are in the prompt of the call made at ``pass_key`` ("": none, the call was
+    shown no step)."""
     shown = state.get("shown")
     if shown is None:
         shown = state["shown"] = []
@@ -265,6 +266,12 @@ SHAPES: dict[str, Shape] = {
         and isinstance(v["fan_in"], str) and _is_int(v["max_parallel"]) and v["max_parallel"] >= 1
         and isinstance(v["branches"], list) and v["branches"] and all(_branch_entry(b) for b in v["branches"]))),
     "picture": TEXT,
+    "reply_seen": ("[pass, the mark of the newest reply then (or null), the call that pass judges]",
+                   lambda v: isinstance(v, list) and len(v) == 3 and isinstance(v[0], str)
+                   and (v[1] is None or isinstance(v[1], str)) and isinstance(v[2], str)),
+    "pressed": ("{id, control, status, text}: the answer to the last control pressed in the web UI",
+                lambda v: isinstance(v, dict) and set(v) == {"id", "control", "status", "text"}
+                and all(isinstance(x, str) for x in v.values())),
     # the user's controls: optional
     "paused": ("a bool", lambda v: isinstance(v, bool)),
     "steps_skipped": STEP_IDS, "attempts_restored": STEP_IDS,
@@ -274,8 +281,8 @@ SHAPES: dict[str, Shape] = {
         and isinstance(v["at"], (int, float)) and not isinstance(v["at"], bool))),
 }
 SCHEMA_2_ONLY = ("run_id", "status", "notice", "notice_turn", "checkpoint", "escalation", "audit_seq")
-OPTIONAL = ("context", "outcome", "provisional", "parallel", "gate_jumps", "held", "picture", "paused",
-            "steps_skipped", "attempts_restored", "gate", "branch", "fork")
+OPTIONAL = ("context", "outcome", "provisional", "parallel", "gate_jumps", "held", "picture", "reply_seen", "pressed",
+            "paused", "steps_skipped", "attempts_restored", "gate", "branch", "fork")
 BRANCH_STATUSES = ("pending", "running", *BRANCH_OUTCOMES)
 STATUSES = RUN_STATUSES
 NODE_OUTCOMES = ("pending", "success", "fail", "skipped", "partial_success")
@@ -438,7 +445,7 @@ def _plan_rules(s: dict[str, Any], plan: Any) -> Iterator[str]:
     if s["mode"] != plan.mode:
         yield f"field 'mode' is {_short(s['mode'])}, plan '{plan.id}' is a {plan.mode} plan"
     named = (("current_node", [s["current_node"]]), ("visited", list(s["visited"])), ("path", s["path"]),
-             ("shown", [n for _, n in s["shown"]]), ("checkpoint", [s["checkpoint"]] if s.get("checkpoint") else []),
+             ("shown", [n for _, n in s["shown"] if n]), ("checkpoint", [s["checkpoint"]] if s.get("checkpoint") else []),
              ("gate_jumps", list(s.get("gate_jumps", {}))),
              ("escalation", [s["escalation"]["node"]] if s.get("escalation") and "node" in s["escalation"] else []),
              ("parallel", [n for f in s.get("parallel", []) for n in [f["node"], *f["pending"], *f["failed"]]]),

@@ -17,6 +17,9 @@ from .patterns import PatternTooSlow
 from .prefilter import search
 
 NO_OUTPUT_MARK = "[SYSTEM: No output returned"
+# Agent-Zero's terminal refuses a command while the session still runs an earlier one (fw.code.running.md): the
+# result then holds that command's output so far, and the new command never ran
+TERMINAL_BUSY = re.compile(r"\[SYSTEM: Terminal session \d+ might be still running\.")
 SYSTEM_NOTE = re.compile(r"^\s*\[SYSTEM:[^\]]*\]?.*$", re.MULTILINE)
 # "root@host:/dir#", "(venv) user@box:~/x$", with an optional trailing space
 SHELL_PROMPT = re.compile(r"(?:\([^()\n]*\)\s*)?[\w.-]+@[\w.-]+:[^\n]*[#$]\s*$")
@@ -64,6 +67,20 @@ def _bounded(text: str) -> str:
         return text
     head = MAX_CHECKED_CHARS // 5
     return text[:head] + "\n" + text[-(MAX_CHECKED_CHARS - head):]
+
+
+_RESET_ONLY = re.compile(r'"runtime"\s*:\s*"reset"')
+
+
+def only_resets(reply: str) -> bool:
+    """The call only reset Agent-Zero's terminal (code_execution_tool with runtime "reset"): it ran no command."""
+    return '"reset"' in reply and _RESET_ONLY.search(reply) is not None
+
+
+def did_not_run(text: str) -> bool:
+    """The terminal did not run the call's command: it was still running an earlier one (one a message of the
+    person's cut short, or one that outlasted Agent-Zero's wait)."""
+    return "might be still running" in text and TERMINAL_BUSY.search(text) is not None
 
 
 def has_output(text: str) -> bool:

@@ -27,12 +27,19 @@ A utility call whose messages hold a rule's marker is answered by that rule (the
 ``delay`` seconds, its ``reply``, or an exception with the ``raise`` message); any other by ``utility_reply``.
 A turn's ``say`` is written by the person while the agent works, once ``after_calls`` chat calls have started
 (Agent-Zero takes it as an intervention).
+``by_step`` makes a model that reads its prompt: {"steps": {STEP NAME: REPLY}, "paused": REPLY, "other": REPLY}
+answers a call whose newest message shows "Current step: STEP NAME" with that reply, one that shows the workflow
+paused with "paused", any other with "other" ("{n}" in a reply is the call's number, so no reply repeats one
+word for word); it is used once the call's queue (replies, or the branch's) is empty.  ``record_judged`` records
+every result the engine judges: its step, verdict, branch, and the result's text and reply (``judged`` in the
+result), read in this process where the engine's step judges it.
 """
 
 import argparse
 import hashlib
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -50,7 +57,8 @@ class Script:
     """The scripted model: hands out the chat replies in order and records what each call received."""
 
     def __init__(self, replies: list[str], utility_reply: str = "[]", utility_rules: list[dict] | None = None,
-                 branch_replies: dict | None = None, chat_delay=0.0):
+                 branch_replies: dict | None = None, chat_delay=0.0, by_step: dict | None = None):
+        self.by_step = by_step or {}
         self.replies = list(replies)
         self.branch_replies = {k: list(v) for k, v in (branch_replies or {}).items()}
         self.chat_delay = chat_delay
@@ -80,6 +88,8 @@ class Script:
         queue = self.branch_replies.get(branch) if branch else self.replies
         if queue:
             reply = queue.pop(0)
+        elif self.by_step:
+            reply = self.read_prompt(_plain(messages)).replace("{n}", str(len(self.calls) + 1))
         else:
             self.overrun += 1
             reply = json.dumps({"thoughts": ["the script is over"], "headline": "Done",
@@ -88,6 +98,24 @@ class Script:
                            "start": start or time.perf_counter(), "branch": branch,
                            "agent": getattr(agent, "number", 0)})
         return reply
+
+
+    def read_prompt(self, messages: list[dict]) -> str:
+        """The reply of a model that does what the newest message shows (``by_step``)."""
+        newest = next((m["content"] for m in reversed(messages) if m["role"] in ("user", "human")), "")
+        shown = re.findall(r"Current step: (.+?)(?: \(attempt [^)]*\))?(?=\\n|\n|\"|$)", newest)  # (the
+        # extras are a JSON block: the workflow's text is a JSON string there, its line breaks written \n)
+        if shown and shown[-1] in self.by_step.get("steps", {}) and "[WORKFLOW PAUSED" not in newest:
+            reply = self.by_step["steps"][shown[-1]]
+            if "Your last command did not run" in newest:  # as the workflow's note says: the terminal reset first
+                data = json.loads(reply)
+                data["tool_args"]["reset"] = True
+                reply = json.dumps(data)
+            return reply
+        if "[WORKFLOW PAUSED" in newest and "paused" in self.by_step:
+            return self.by_step["paused"]
+        return self.by_step.get("other") or json.dumps({"thoughts": ["nothing to do"], "headline": "Done",
+                                                        "tool_name": "response", "tool_args": {"text": "Done."}})
 
 
 def _plain(messages) -> list[dict]:
@@ -334,8 +362,27 @@ class Session:
                 path.unlink()
 
 
+def _record_judged() -> list[dict]:
+    """Every result the engine's step judges, as it judges it: {node, outcome, branch, text, reply}."""
+    from graph_engine.core import engine
+    judged: list[dict] = []
+    judge = engine._judge
+
+    def recorded(run, obs, key):
+        seq = run.state.get("seq", 0)
+        judge(run, obs, key)
+        for event in run.state.get("events") or ():
+            if event.get("seq", 0) > seq and event.get("type") == "node_verified" and obs.output is not None:
+                judged.append({"node": event["node"], "outcome": event["outcome"],
+                               "branch": (run.state.get("branch") or {}).get("id", ""),
+                               "text": obs.output.text[-2000:], "reply": obs.output.reply[-2000:]})
+    engine._judge = recorded
+    return judged
+
+
 def _result(session: Session, chat_id: str, outcome: list, waited: list) -> dict:
     return {"chat_id": chat_id, "calls": session.script.calls, "utility_calls": session.script.utility_calls,
+            "judged": getattr(session, "judged", []),
             "utility_asked": session.script.utility_asked,
             "overrun": session.script.overrun, "timings": session.timings, "outcomes": outcome,
             "hung": session.script.hung.is_set(), "waited": waited, "sent": session.sent}
@@ -359,7 +406,10 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out).resolve()
     session = Session(args.a0_root, Script(spec.get("replies", []), spec.get("utility_reply", "[]"),
                                            spec.get("utility_rules"), spec.get("branch_replies"),
-                                           spec.get("chat_delay") or 0.0), context_window=spec.get("context_window"))
+                                           spec.get("chat_delay") or 0.0, spec.get("by_step")),
+                      context_window=spec.get("context_window"))
+    if spec.get("record_judged"):
+        session.judged = _record_judged()
     chat_id, outcomes, waited = "", [], []
     writes = _count_writes(spec.get("stop_at_write"), lambda: out.write_text(
         json.dumps(_result(session, chat_id, outcomes, waited))))

@@ -20,9 +20,9 @@ import uuid
 import zlib
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from . import asking, branches
+from . import asking, branches, page, pressed
 from ..texts import card, render, view
 from ..core import control, engine
 from ..boundary import settings
@@ -57,6 +57,8 @@ SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 ENDED = tuple(x for x in STATUSES if x != "active")
 CONTROL_ATTR = "_graph_engine_control"  # the message (observation's message_id) last taken as a user's control
 CARD_ATTR = "_graph_engine_card"  # [run id, log item, what it shows, the heading, content and kvps sent] of the run's card; False: cards are off
+TOLD_ATTR = "_graph_engine_told"  # what the next call is told of a run a pressed control ended between passes
+WAKER_ATTR = "_graph_engine_waker"  # the task that goes on with an idle chat after a pressed control
 
 
 class Runtime:
@@ -87,6 +89,7 @@ class Runtime:
         return self.library.plan_version(plan_id, version) or current
 
 
+_SELECTOR_FILE = str(Path(__file__).resolve().parents[2] / "python" / "before_main_llm_call" / "_15_htn_plan_selector.py")
 _runtimes: dict[str, Runtime] = {}
 _located: dict[str, str] = {}  # extension file -> the library beside it (looked up once per process)
 _by_settings: dict[tuple[str, Any], Runtime] = {}  # (extension file, a hook call's settings) -> its runtime
@@ -145,15 +148,17 @@ async def run_hook(agent: Any, loop_data: Any, hook: str, ext_file: str, runtime
         rt = runtime or runtime_for(ext_file, cfg)
         for line in cfg.problems:
             _log_once(rt, agent, "warning", line)
-        prepared = _prepare(rt, agent, loop_data, hook, cfg)
-        if prepared is None:
-            return
-        if prepared.question is not None:
-            prepared.obs.match = await asking.ask(agent, prepared.question, cfg.utility_timeout,
-                                                  lambda level, text: _log(agent, level, text))
-        _step(rt, agent, loop_data, hook, prepared)
+        told = getattr(agent, TOLD_ATTR, None)
+        if told:
+            setattr(agent, TOLD_ATTR, None)
+        unread = _unread_request(loop_data)
+        if unread:  # the monologue's own message, which no hook read: decided first, as its first pass would have
+            await _decide(rt, agent, loop_data, hook, cfg, unread)
+        await _decide(rt, agent, loop_data, hook, cfg)
         if branches.waiting(getattr(agent, STATE_ATTR, None)) and branches.branch_of(agent) is None:
             await _run_branches(rt, agent, loop_data, hook, cfg)
+        if told:
+            _tell(loop_data, told)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # noqa: BLE001 - the agent's loop must go on
@@ -165,6 +170,42 @@ async def run_hook(agent: Any, loop_data: Any, hook: str, ext_file: str, runtime
     finally:
         if token is not None:
             settings.ACTIVE.reset(token)
+
+
+async def _decide(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: settings.Settings,
+                  request: str | None = None) -> None:
+    """Read the pass, ask the utility model when the local matching cannot settle the new message, step."""
+    prepared = _prepare(rt, agent, loop_data, hook, cfg, request=request)
+    if prepared is None:
+        return
+    if prepared.question is not None:
+        agent.__dict__[pressed.WAITING_ATTR] = True  # a control pressed meanwhile waits for this call
+        try:
+            match = await asking.ask(agent, prepared.question, cfg.utility_timeout,
+                                     lambda level, text: _log(agent, level, text))
+        finally:
+            agent.__dict__[pressed.WAITING_ATTR] = False
+        if pressed.pending(agent):  # pressed while the utility model answered: applied first, the pass read again
+            apply_pressed(agent, rt)
+            again = _prepare(rt, agent, loop_data, hook, cfg, request=request)
+            if again is None:
+                return
+            prepared = again
+        prepared.obs.match = match
+    _step(rt, agent, loop_data, hook, prepared)
+
+
+def _unread_request(loop_data: Any) -> str:
+    """The monologue's own message, when no hook has read it: a message the person wrote while the agent started
+    (Agent-Zero took it before the monologue's first pass built its prompt) ended that pass before any hook ran, so
+    this later pass is the first to see the monologue.  "" otherwise (and for the Nudge)."""
+    if _iteration(loop_data) == 0:
+        return ""
+    store = getattr(loop_data, "params_persistent", None)
+    if not isinstance(store, dict) or MONOLOGUE_KEY in store:
+        return ""
+    words = user_words(getattr(loop_data, "user_message", None))
+    return "" if not words or from_framework(words) else words
 
 
 async def _run_branches(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: settings.Settings) -> None:
@@ -180,13 +221,196 @@ async def _run_branches(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg:
         if getattr(agent, STATE_ATTR, None) is state:
             _written(rt, agent, state)
 
-    if await branches.run(agent, state, plan, STATE_ATTR, reported, lambda level, text: _log(agent, level, text)):
+    def press_now() -> bool:
+        """Controls pressed while the branches run: those that leave them be are applied now; True when one that
+        stops their agents waits (branches.run stops them, and it is applied below)."""
+        if pressed.pending(agent, pressed.STOPS_BRANCHES):
+            return True
+        if pressed.pending(agent):
+            apply_pressed(agent, rt)
+        return False
+
+    agent.__dict__[pressed.WAITING_ATTR] = True
+    try:
+        why = await branches.run(agent, state, plan, STATE_ATTR, reported, lambda level, text: _log(agent, level, text),
+                                 press_now)
+    finally:
+        agent.__dict__[pressed.WAITING_ATTR] = False
+    if why == "pressed":  # stop, pause, go back or restart: the branches' agents are stopped; this call is told
+        apply_pressed(agent, rt, loop_data, hook)
+        return
+    if why:
         return
     if getattr(agent, STATE_ATTR, None) is not state:
         return
     prepared = _prepare(rt, agent, loop_data, hook, cfg, joined=True)
     if prepared is not None:
         _step(rt, agent, loop_data, hook, prepared)
+
+
+# ── controls pressed in the web UI (host/pressed.py) ───────────────────────
+
+
+async def control_api(body: Any, find_context: Callable[[str], Any], ext_file: str) -> dict[str, Any]:
+    """The API handler's work: a control pressed in the component, handed to the chat's agent and applied on the
+    chat's event loop; the answer (applied, refused with why, or pending), for the page.  Never raises."""
+    p = pressed.parse(body)
+    if isinstance(p, str):
+        return {"ok": False, "status": "refused", "text": f"Not sent: {p}."}
+    try:
+        context = find_context(str(body.get("context", ""))[:100])
+        agent = getattr(context, "agent0", None)
+        if agent is None:
+            return pressed.answer(p, "refused", "This chat is not open in Agent-Zero any more.")
+        if not pressed.queue(agent, p):
+            return pressed.answer(p, "refused", "Too many controls are waiting; try again in a moment.")
+        pressed.on_loop(pressed.chat_loop(context), lambda: _apply_when_free(agent, ext_file))
+        return await pressed.wait_for(p)
+    except Exception as exc:  # noqa: BLE001 - the page gets one line, Agent-Zero goes on
+        return pressed.answer(p, "refused", f"Not applied: the workflow engine failed ({type(exc).__name__}: {exc}).")
+
+
+def _apply_when_free(agent: Any, ext_file: str) -> None:
+    """On the chat's loop: apply what was pressed, unless a hook call of the agent waits (it applies it on waking)."""
+    if agent.__dict__.get(pressed.WAITING_ATTR):
+        return
+    apply_pressed(agent, None, ext_file=ext_file)
+
+
+def apply_pressed(agent: Any, rt: Runtime | None = None, loop_data: Any = None, hook: str = "",
+                  ext_file: str = "") -> None:
+    """Apply the controls pressed on the agent, in order: between the agent's passes (``hook`` ""), or in a hook
+    call that waited (its call is shown the result).  Each gets its answer; never raises."""
+    token = None
+    taken = pressed.take(agent)
+    if not taken:
+        return
+    try:
+        cfg = settings.current(agent, _display.submit)
+        token = settings.ACTIVE.set(cfg)
+        rt = rt or runtime_for(ext_file or _SELECTOR_FILE, cfg)
+        for p in taken:
+            p.settle(_apply_one(rt, agent, p, loop_data, hook, cfg))
+    except Exception as exc:  # noqa: BLE001 - the agent's loop must go on
+        for p in taken:
+            p.settle(pressed.answer(p, "refused", f"Not applied: the workflow engine failed ({type(exc).__name__})."))
+        _log_once(rt or _NO_RUNTIME, agent, "error", f"[HTN] Workflow engine error ({type(exc).__name__}: {exc}) "
+                  "while applying a control pressed in the web UI; nothing changed. Please report it.",
+                  key=f"pressed:{type(exc).__name__}")
+    finally:
+        if token is not None:
+            settings.ACTIVE.reset(token)
+
+
+def _apply_one(rt: Runtime, agent: Any, p: pressed.Pressed, loop_data: Any, hook: str,
+               cfg: settings.Settings) -> dict[str, Any]:
+    with rt.warming:  # the warm-up thread is loading the library: wait for it, as a pass does
+        library, _ = rt.library.refresh()
+    plans = library if library is not None else ()
+    state = _pressed_state(rt, agent)
+    if state is None or state.get("run_id") != p.run:
+        return pressed.answer(p, "refused", "This workflow is no longer running.")
+    ctl = control.Control(p.kind, p.said, node=p.node, by="button")
+    obs = _pressed_observation(agent, loop_data, hook, state, cfg)
+    new_state, fx = engine.press(plans, rt.lookup, state, ctl, obs, render, p.id)
+    _apply(rt, agent, loop_data, new_state, fx)
+    now_state = new_state if new_state is not None else fx.final_state or state
+    said = now_state.get("pressed") or {}
+    if fx.control and new_state is None and fx.context and not hook:
+        setattr(agent, TOLD_ATTR, fx.context)  # the run ended between passes: the next call is told
+    if fx.control and p.kind in pressed.WAKES and new_state is not None and not hook:
+        _go_on_when_idle(agent, p.kind, new_state)
+    return pressed.answer(p, said.get("status", "refused"), said.get("text", ""), now_state.get("run_id", ""))
+
+
+def _pressed_state(rt: Runtime, agent: Any) -> dict | None:
+    """The chat's run as its next pass would take it (restored from the chat's data after a restart), or None."""
+    raw = getattr(agent, STATE_ATTR, None)
+    restored = raw is None
+    if restored:
+        raw = _saved_state(agent)
+        if raw is None:
+            return None
+        raw = _newest_record(rt, agent, raw)
+    state = raw if raw is getattr(agent, CHECKED_ATTR, None) else _untrusted(rt, raw)[0]
+    if not isinstance(state, dict) or state.get("status", "active") != "active" or state.get("branch"):
+        return None
+    if restored:
+        state = _reconcile(rt, agent, upgrade(state))
+        state = _resume(rt, agent, state) if state is not None else None
+    return state
+
+
+def _pressed_observation(agent: Any, loop_data: Any, hook: str, state: dict, cfg: settings.Settings
+                         ) -> engine.Observation:
+    """The observation a pressed control is applied with: the hook call's own, or (between passes) one that names
+    the run's last pass, so that the next pass counts and judges as it would have."""
+    concurrent, why = _concurrent(agent, cfg)
+    if hook:
+        obs = observe(agent, loop_data, hook)
+        obs.user_message, obs.output = "", None
+    else:
+        monologue, _, iteration = str(state.get("last_pass", "")).rpartition(":")
+        seen = state.get("reply_seen")
+        obs = engine.Observation(hook=engine.PRESSED, monologue=monologue,
+                                 iteration=int(iteration) if iteration.isdigit() else 0,
+                                 reply_mark=seen[1] if isinstance(seen, list) and len(seen) == 3 else None,
+                                 global_turn=int(state.get("started_turn", 0)) + int(state.get("turn", 0)))
+    obs.now, obs.concurrent, obs.serial_reason = now(), concurrent, why
+    return obs
+
+
+def _tell(loop_data: Any, text: str) -> None:
+    """What a pressed control did between passes, above whatever this call is shown."""
+    extras = getattr(loop_data, "extras_temporary", None)
+    if isinstance(extras, dict):
+        shown = extras.get(CONTEXT_KEY)
+        extras[CONTEXT_KEY] = text if not shown else f"{text}\n\n{shown}"
+
+
+WAKE_POLL = 0.25  # seconds between two looks at whether the chat's agent is at work
+WAKE_LIMIT = 3600.0  # the longest a control waits for the agent's work to end before it stops looking
+
+
+def _go_on_when_idle(agent: Any, kind: str, state: dict) -> None:
+    """A control that moves the run on (resume, skip, go back, retry, restart) pressed while the chat's agent is
+    idle, or while it finishes a turn that will not see it: once the agent is idle and no call has been told of it,
+    the agent is woken, as Agent-Zero's Nudge wakes it, with a system message (not a request of the person's)."""
+    context = getattr(agent, "context", None)
+    loop = pressed.chat_loop(context)
+    if loop is None or not callable(getattr(context, "communicate", None)):
+        return
+    run_id, turn = state.get("run_id"), state.get("turn")
+
+    async def wake() -> None:
+        waited = 0.0
+        while _working(context) and waited < WAKE_LIMIT:
+            await asyncio.sleep(WAKE_POLL)
+            waited += WAKE_POLL
+        current = getattr(agent, STATE_ATTR, None)
+        if _working(context) or not (isinstance(current, dict) and current.get("run_id") == run_id
+                                     and current.get("turn") == turn and current.get("status") == "active"):
+            return  # a call has been told, or the run changed meanwhile
+        try:
+            cls = sys.modules[type(agent).__module__].UserMessage
+            context.communicate(cls(message=json.dumps({"system_message": pressed.wake_text(kind)}),
+                                    attachments=[]))
+        except Exception as exc:  # noqa: BLE001 - the run waits for the person's next message instead
+            _log(agent, "warning", f"[HTN] The agent could not be told to go on after a control ({type(exc).__name__}: "
+                                   f"{exc}); it goes on with the person's next message")
+
+    old = getattr(agent, WAKER_ATTR, None)
+    if old is not None and not old.done():
+        old.cancel()
+    setattr(agent, WAKER_ATTR, asyncio.run_coroutine_threadsafe(wake(), loop))
+
+
+def _working(context: Any) -> bool:
+    running = getattr(context, "is_running", None)
+    try:
+        return bool(running()) if callable(running) else False
+    except Exception:  # noqa: BLE001 - a context that cannot say is taken as idle
+        return False
 
 
 def _branch_reported(rt: Runtime, mine: tuple[Any, str], state: dict | None) -> None:
@@ -250,7 +474,9 @@ class _Pass:
 
 
 def _prepare(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: settings.Settings,
-             joined: bool = False) -> _Pass | None:
+             joined: bool = False, request: str | None = None) -> _Pass | None:
+    """What the step needs: the library, the state, the observation (``request``: the monologue's own message,
+    read at a later pass than its first)."""
     with rt.warming:  # the warm-up thread is loading the library: this pass waits for it
         library, problems = rt.library.refresh()
     if rt.held:
@@ -278,10 +504,10 @@ def _prepare(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: settings.S
         restored = raw_state is not None
         if restored:
             raw_state = _newest_record(rt, agent, raw_state)
-    if raw_state is None and not _may_start(rt, library, loop_data):
+    if raw_state is None and not _may_start(rt, library, loop_data, request):
         return None  # no run, and no user message that could start one: nothing can happen in this pass
     problems = []
-    obs = observe(agent, loop_data, hook, raw_state, problems)
+    obs = observe(agent, loop_data, hook, raw_state, problems, request)
     for line in problems:
         _log_once(rt, agent, "warning", line)
     if joined or (isinstance(raw_state, dict) and raw_state.get("branch")):
@@ -349,12 +575,14 @@ def _step(rt: Runtime, agent: Any, loop_data: Any, hook: str, p: _Pass) -> None:
         setattr(agent, COMPANION_ATTR, (p.obs.monologue, p.obs.iteration))
 
 
-def _may_start(rt: Runtime, library: Any, loop_data: Any) -> bool:
+def _may_start(rt: Runtime, library: Any, loop_data: Any, request: str | None = None) -> bool:
     """A pass with no run: is there a new user message in which a trigger phrase may be found?  (Most
     messages name no plan: such a pass reads the message's words and the trigger index, nothing else.)"""
     if library is None:
         return False
-    if _iteration(loop_data) > 0:
+    if request is not None:
+        words = request
+    elif _iteration(loop_data) > 0:
         words = new_intervention(_history(loop_data))
     else:  # the monologue's message, read once for both hooks
         message, seen = getattr(loop_data, "user_message", None), rt.message_words  # one read: agents of
@@ -395,14 +623,16 @@ def _companion_handled(agent: Any, loop_data: Any, hook: str) -> bool:
 
 
 def observe(agent: Any, loop_data: Any, hook: str, state: Any = None,
-            problems: list[str] | None = None) -> engine.Observation:
+            problems: list[str] | None = None, request: str | None = None) -> engine.Observation:
     iteration = _iteration(loop_data)
     monologue = _monologue_id(loop_data)
     history = _history(loop_data)
     output = None
     if not _pass_already_seen(state, f"{monologue}:{iteration}"):  # the other hook judged it this pass
         output = newest_call_output(history) if iteration > 0 else reply_before_user_message(history)
-    if iteration == 0:  # the monologue's message; the tracker classifies it in before_main_llm_call
+    if request is not None:  # the monologue's message, read late: no hook knows its domain now
+        words, key, known = request, "", False
+    elif iteration == 0:  # the monologue's message; the tracker classifies it in before_main_llm_call
         words, key, known = user_words(getattr(loop_data, "user_message", None)), "", hook == engine.BEFORE_MAIN
     else:  # an intervention the user wrote while the agent worked: no hook knows its domain
         words = new_intervention(history)
@@ -419,12 +649,27 @@ def observe(agent: Any, loop_data: Any, hook: str, state: Any = None,
         domain=_bst_domain(agent, problems) if known else "",
         allowed_plans=_allowed_plans(agent, problems) if words else None,
         output=_full_output(output),
+        reply_mark=_reply_mark(loop_data),
         global_turn=_global_turn(agent, (monologue, iteration)),
         pace_level=_pace_at_pass_start(agent, (monologue, iteration)),
         control_seen=_text_attr(agent, CONTROL_ATTR) if words else "",
         now=now(),
         asked=bool(words) and iteration == 0 and _asked_user(history),
     )
+
+
+MAX_MARKED = 65_536  # characters of a reply its mark reads (with its length and its object)
+
+
+def _reply_mark(loop_data: Any) -> str | None:
+    """Names the model's newest reply, ``loop_data.last_response`` (Agent-Zero sets it as it adds a reply to history,
+    on both layouts): a new reply is a new object, so its mark differs even when its text repeats; a call that made
+    no reply leaves the mark as it was.  None when the loop data has none (another host)."""
+    reply = getattr(loop_data, "last_response", None)
+    if not isinstance(reply, str):
+        return None
+    crc = zlib.crc32(reply[:MAX_MARKED].encode("utf-8", "surrogatepass"))
+    return f"{id(reply):x}:{len(reply):x}:{crc:08x}"
 
 
 def _asked_user(history: Any) -> bool:
@@ -903,7 +1148,8 @@ def _card(rt: Runtime, agent: Any, state: dict, picture: str = "", search: bool 
     run_id = state.get("run_id", "")
     picture = picture or state.get("picture", "")
     pace = getattr(agent, PACE_ATTR, "")
-    signature = (state.get("seq"), state.get("status"), pace if isinstance(pace, str) else "", picture)
+    signature = (state.get("seq"), state.get("status"), pace if isinstance(pace, str) else "", picture,
+                 state.get("pressed"))
     same_run = isinstance(shown, list) and len(shown) == 4 and shown[0] == run_id
     if same_run and shown[2] == signature and _still_logged(agent, shown[1]):
         return  # nothing changed: nothing to do
@@ -919,7 +1165,7 @@ def _card(rt: Runtime, agent: Any, state: dict, picture: str = "", search: bool 
         if item is not None and _still_logged(agent, item):
             _update_card(item, heading, content, kvps, shown[3] if same_run else None)
         else:
-            item = agent.context.log.log(type=_card_type(kvps), heading=heading, content=content, kvps=kvps)
+            item = page.log(agent.context.log, _card_type(kvps), heading, content, kvps)
             if picture_setting() != "off":
                 _display.start()  # the run's picture will need it: started now, not in the pass that ends it
         if not callable(getattr(item, "update", None)):
@@ -939,10 +1185,10 @@ def _update_card(item: Any, heading: str, content: str, kvps: dict, sent: tuple 
     the real loop), so unchanged texts and key-value pairs are not sent again (pairs given as keywords are
     merged into the item's table, in both Agent-Zero layouts)."""
     if sent is None or set(sent[2]) != set(kvps):
-        item.update(type=_card_type(kvps), heading=heading, content=content, kvps=kvps)
+        page.update(item, type=_card_type(kvps), heading=heading, content=content, kvps=kvps)
         return
     changed = {k: v for k, v in kvps.items() if sent[2][k] != v}
-    item.update(type=_card_type(kvps), heading=None if heading == sent[0] else heading,
+    page.update(item, type=_card_type(kvps), heading=None if heading == sent[0] else heading,
                 content=None if content == sent[1] else content, **changed)
 
 
@@ -1063,7 +1309,7 @@ def _draw(rt: Runtime, agent: Any, plan: Plan, state: dict, events: list[dict], 
         if path and item is not None and _still_logged(agent, item):
             pace = getattr(agent, PACE_ATTR, "")
             heading, content, kvps = _card_parts(plan, state, pace if isinstance(pace, str) else "", path)
-            item.update(type=_card_type(kvps), heading=heading, content=content, kvps=kvps)
+            page.update(item, type=_card_type(kvps), heading=heading, content=content, kvps=kvps)
     except Exception as exc:  # noqa: BLE001 - a thread's failure is one log line, never a crash
         _log_once(rt, agent, "warning", f"[HTN] Picture of the run {state.get('run_id')} not drawn "
                                         f"({type(exc).__name__}: {exc}); `graph-engine render --trace` draws it "
@@ -1109,7 +1355,7 @@ def _chat_id(agent: Any) -> str:
 
 def _log(agent: Any, level: str, text: str) -> None:
     try:
-        agent.context.log.log(type=level, heading=text[:120], content=text)
+        page.log(agent.context.log, level, text[:120], text)
     except Exception:  # noqa: BLE001 - a missing log must not stop the agent
         pass
 

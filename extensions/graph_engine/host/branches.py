@@ -122,10 +122,12 @@ def _said(message: Any) -> str:
 
 
 async def run(parent: Any, state: dict[str, Any], plan: Any, state_attr: str, reported: Callable[[], None],
-              log: Callable[[str, str], None]) -> str:
+              log: Callable[[str, str], None], pressed: Callable[[], bool] = lambda: False) -> str:
     """Run the fork's branches that have no outcome; return "stopped" when the person's "stop the workflow" came
-    meanwhile (their agents are stopped, the message is left for the parent's loop), else "".  ``reported`` is
-    called after each change of the parent's state (it saves and writes it); ``log`` says one line."""
+    meanwhile (their agents are stopped, the message is left for the parent's loop), "pressed" when a control
+    pressed in the web UI that ends or suspends them came (``pressed()`` says so; their agents are stopped, the
+    caller applies it), else "".  ``reported`` is called after each change of the parent's state (it saves and
+    writes it); ``log`` says one line."""
     fork = state["fork"]
     gate = asyncio.Semaphore(max(1, int(fork.get("max_parallel", 1))))
     tasks: dict[str, asyncio.Task] = {}
@@ -175,6 +177,11 @@ async def run(parent: Any, state: dict[str, Any], plan: Any, state_attr: str, re
                 log("info", f"[HTN] Workflow '{plan.name}': the user said {_said(pending)!r}; every branch's agent "
                             "was stopped")
                 return "stopped"
+            if pressed():
+                await _cancel(tasks)
+                log("info", f"[HTN] Workflow '{plan.name}': a control pressed in the web UI stopped every branch's "
+                            "agent")
+                return "pressed"
         for t in tasks.values():
             if not t.cancelled() and t.exception() is not None:
                 exc = t.exception()

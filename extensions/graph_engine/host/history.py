@@ -41,29 +41,33 @@ def _as_tool_result(content: Any) -> dict | None:
 
 
 def newest_call_output(history: Sequence[Any]) -> CallOutput | None:
-    """The reply and tool result the newest LLM call added, or None when it added no tool result."""
+    """The reply and tool result the newest LLM call added, or None when it added no tool result.  A result
+    followed by a message the person wrote while the agent worked (Agent-Zero's intervention) is ``interrupted``:
+    the message may have cut the tool short (Agent-Zero keeps the output so far as the result)."""
     result: dict | None = None
+    interrupted = False
     for i in range(len(history) - 1, max(-1, len(history) - 1 - TAIL_SCAN), -1):
         item = history[i]
         if not isinstance(item, dict):
             continue
         content = item.get("content")
         if item.get("ai"):
-            return None if result is None else _call_output(_text(content), result)
+            return None if result is None else _call_output(_text(content), result, interrupted)
         if result is None:
             result = _as_tool_result(content)
+            interrupted = interrupted or (isinstance(content, dict) and "user_intervention" in content)
         if isinstance(content, dict) and "user_message" in content:
             return None  # a user message after the last reply: no new result
     return None
 
 
-def _call_output(reply: str, result: dict) -> CallOutput:
+def _call_output(reply: str, result: dict, interrupted: bool = False) -> CallOutput:
     text = as_text(result.get("tool_result", ""))  # another extension may leave any value here
     tool = as_text(result.get("tool_name", ""), MAX_TOOL_NAME)
     file = result.get("file")
     truncated = len(text) <= MAX_COMPRESSED_CHARS and COMPRESSED_MARK in text
     return CallOutput(reply, tool, text, truncated, file if isinstance(file, str) else "",
-                      _NOT_FOUND.match(text) is not None)
+                      _NOT_FOUND.match(text) is not None, interrupted)
 
 
 def reply_before_user_message(history: Sequence[Any]) -> CallOutput | None:

@@ -597,6 +597,29 @@ def no_run_answer(kind: str) -> str:
                         "user so in one sentence.")
 
 
+def terminal_busy() -> str:
+    return ("[WORKFLOW NOTE] Your last command did not run: the terminal was still running an earlier command. "
+            "Run this step's command again with \"reset\": true in the tool's arguments (the terminal is reset "
+            "first).")
+
+
+PRESSED_DONE = {"stop": "Stopped at {step}.", "pause": "Paused at {step}.", "resume": "Resumed at {step}.",
+                "skip": "Skipped. Now at {step}.", "back": "Back at {step}.", "retry": "{step} has its attempts back.",
+                "restart": "Restarted: a new run, now at {step}."}
+
+
+def pressed_answer(kind: str, applied: bool, refused: str, plan: Plan | None, state: dict[str, Any]) -> str:
+    """What the person reads beside a control they pressed: what it did, or why it did nothing."""
+    if not applied:
+        return f"Not applied: {refused}" if refused else "Not applied."
+    node = plan.nodes.get(state.get("current_node", "")) if plan is not None else None
+    step = f"'{node.name}'" if node is not None and node.type not in ("start", "exit") else "its end"
+    if kind == "stop":
+        step = stopped_at(plan, state)
+    told = "" if kind == "stop" else " The agent is told at its next step."
+    return PRESSED_DONE[kind].format(step=step) + told
+
+
 def stopped_notice(state: dict[str, Any], plan: Plan | None) -> str:
     return (f"[WORKFLOW STOPPED by the user: {state['plan_name']}]\n  Stopped at: {stopped_at(plan, state)}\n\n"
             "The user stopped this workflow; it is no longer tracked. Do not continue its steps: confirm that it "

@@ -109,6 +109,8 @@ def view(plan: Plan | None, state: dict[str, Any], pace_level: str = "", picture
     }
     if window is not None:
         run["window"] = window
+    if state.get("pressed"):  # the answer to the last control pressed in the page
+        run["answer"] = state["pressed"]
     if f["branches"]:
         run["branches"] = [[b["name"], b["status"], b["step"], b["attempt"]] for b in f["branches"]]
     out = _json(run)

@@ -48,6 +48,8 @@ SELECTOR = "_15_htn_plan_selector.py"
 COMPANION = "_75_graph_workflow_context.py"
 WARM_UP = "_90_graph_engine_warm_up.py"
 LOADER = "graph_engine_loader.py"  # beside the hook folders: the one loader the three hook files call
+CONTROL_API = "workflow_control.py"  # the plugin's API handler: the web UI component's buttons (api/)
+CORE_CONTROL_API = "graph_workflow_control.py"  # the same handler in Agent-Zero's own api/ (the shell form, v1.x)
 LIBRARY = "htn_plan_library.json"
 SCHEMA = "plan_library.schema.json"
 PLUGIN = "graph_workflow_engine"
@@ -210,6 +212,7 @@ def plugin_files(src: Path = SRC) -> dict[str, bytes]:
     ZIP of ``make plugin`` and an install with ``--plugin`` hold exactly these (no tests, fixtures or bench)."""
     hooks = src / "extensions" / "python"
     found = [src / name for name in PLUGIN_TOP]
+    found += [src / "api" / CONTROL_API]
     found += sorted((src / "webui").rglob("*"))
     found += web_ui_files(src)
     found += [hooks / "before_main_llm_call" / SELECTOR, hooks / "message_loop_prompts_after" / COMPANION,
@@ -262,6 +265,8 @@ def payload(layout: Layout, merged: Merged) -> dict[str, bytes]:
     if layout.name == "new":  # v1.x lists usr/extensions/webui/ too, but serves web UI files from its own folder
         for path in web_ui_files():
             files[layout.root / path.relative_to(SRC)] = path.read_bytes()
+        # and finds API handlers in its own api/ (or a plugin's): the component's buttons call this one
+        files[layout.root / "api" / CORE_CONTROL_API] = (SRC / "api" / CONTROL_API).read_bytes()
         layout_library(layout.root, files)
     if merged.beside is not None:
         files[ext / "before_main_llm_call" / SHIPPED_BESIDE] = merged.beside

@@ -39,6 +39,11 @@ WARM_UP = EXT_DIR / "agent_init" / "_90_graph_engine_warm_up.py"
 LIBRARY = ROOT / "plan_library" / "htn_plan_library.json"
 FIXTURES = ROOT / "fixtures"
 PROMPT_LINE = "root@vm:/a0/usr/workdir#"
+# what Agent-Zero's terminal answers a command while an earlier one still runs (fw.code.info.md around
+# fw.code.running.md): the command is not run
+TERMINAL_BUSY = ("\n\n[SYSTEM: Terminal session 0 might be still running. Check previous outputs and decide whether to "
+                 "reset and continue or wait for more output is needed.]")
+BUSY_CALLS = 2  # commands the terminal refuses after a message cut one short (it runs on meanwhile)
 NUDGE = '{\n  "system_message": "Nudged - continue",\n}\n'  # the user message the Nudge adds (fw.msg_nudge.md)
 
 
@@ -239,18 +244,20 @@ class LogItem:
         self.log, self.no, self.guid = log, no, log.guid
         self.type, self.heading, self.content = type, "", ""
         self.kvps: dict[str, Any] = {}
+        self.update_progress = "persistent"  # Agent-Zero's default, also for an item restored with a chat
 
     def update(self, type: str | None = None, heading: str | None = None, content: str | None = None,
-               kvps: Any = None, **kwargs: Any) -> None:
+               kvps: Any = None, update_progress: str | None = None, **kwargs: Any) -> None:
         if self.guid != self.log.guid:
             return  # the log was reset: Agent-Zero drops the update
-        self.log._update(self, type, heading, content, kvps, kwargs)
+        self.log._update(self, type, heading, content, kvps, kwargs, update_progress)
 
 
 class Log:
     """Agent-Zero's log, with the work it does for each ``log()`` and ``update()`` (v1.7 helpers/log.py): under
     a lock, every string masked for secrets (``_masked``), the key-value pairs deep-copied, the change counted
-    in ``updates`` (what the web UI polls)."""
+    in ``updates`` (what the web UI polls), and the progress bar's text (``progress``: the heading of the newest
+    item that feeds it, which the web UI writes into ``#progress-bar`` as HTML)."""
 
     def __init__(self) -> None:
         self.guid = "log-1"
@@ -258,17 +265,18 @@ class Log:
         self.updates: list[int] = []  # item numbers, once per log() and per update(), as Agent-Zero counts
         self.context: Any = None
         self._lock = threading.RLock()
+        self.progress, self.progress_no = "Waiting for input", 0
 
     def log(self, type: str = "info", heading: str = "", content: str = "", kvps: Any = None,
-            **kwargs: Any) -> LogItem:
+            update_progress: str | None = None, **kwargs: Any) -> LogItem:
         with self._lock:
             item = LogItem(self, len(self.logs), type)
             self.logs.append(item)
-        self._update(item, type, heading or "", content or "", dict(kvps or {}), kwargs)
+        self._update(item, type, heading or "", content or "", dict(kvps or {}), kwargs, update_progress)
         return item
 
     def _update(self, item: LogItem, type: str | None, heading: str | None, content: str | None, kvps: Any,
-                extra: dict[str, Any]) -> None:
+                extra: dict[str, Any], update_progress: str | None = None) -> None:
         heading = _masked(heading, self.context)[:120] if heading is not None else None
         content = _masked(content, self.context) if content is not None else None
         kvps = _masked(copy.deepcopy(dict(kvps)), self.context) if kvps is not None else None
@@ -280,7 +288,11 @@ class Log:
             if kvps is not None:
                 item.kvps = kvps
             item.kvps.update(extra)
+            item.update_progress = update_progress if update_progress is not None else item.update_progress
             self.updates.append(item.no)
+            if item.heading and item.update_progress != "none" and item.no >= self.progress_no:
+                self.progress = item.heading  # as Agent-Zero: the newest item with a heading that feeds it
+                self.progress_no = item.no if item.update_progress == "persistent" else -1
 
     def restored(self) -> "Log":
         """The log as Agent-Zero rebuilds it from chat.json: new items numbered in order, with their kvps."""
@@ -296,6 +308,7 @@ class Log:
     def reset(self) -> None:
         self.guid = f"log-{int(self.guid.split('-')[1]) + 1}"
         self.logs, self.updates = [], []
+        self.progress, self.progress_no = "Waiting for input", 0
 
     @property
     def entries(self) -> list[dict[str, Any]]:
@@ -320,6 +333,7 @@ class Context:
         self.data: dict[str, Any] = {}  # the chat's data: "project" is the project it is in (v1.x)
         self.hooks: tuple[list[type], list[type]] = ([], [])  # the pack's hook classes (the Session's)
         self.model: Any = None  # the subordinate agents' scripted model (BranchModel)
+        self.agent0: Any = None  # the chat's own agent (the first agent made for it)
 
     def get_data(self, key: str) -> Any:
         return self.data.get(key)
@@ -337,6 +351,8 @@ class Agent:
         self.number = number
         self.config = config
         self.context = context or Context()
+        if self.context.agent0 is None:
+            self.context.agent0 = self
         self.data: dict[str, Any] = {}
         self.history: list[dict[str, Any]] = []
         self.last_user_message: UserMessage | None = None
@@ -513,6 +529,13 @@ class Reply:
         return json.dumps(data, indent=4)
 
 
+def _so_far(output: str) -> str:
+    """A command's output while it still runs: what it printed before its last line (the exit status it echoes
+    at the end and the shell's prompt line are not there yet)."""
+    lines = [line for line in output.strip("\n").splitlines() if line.strip() != PROMPT_LINE]
+    return "\n" + "\n".join(lines[:-1]) if len(lines) > 1 else ""
+
+
 def terminal(text: str) -> str:
     """What code_execution_tool returns: the screen text and the shell prompt line."""
     body = text if text.strip() else ""
@@ -522,6 +545,13 @@ def terminal(text: str) -> str:
 
 
 # ── the driver ──────────────────────────────────────────────────────────────
+
+# The moments of a pass at which Agent-Zero takes a message the person wrote while the agent works (its
+# ``handle_intervention`` calls, in the order of a pass): before the prompt is built (message_loop_start), after the
+# hooks (before_main_llm_call), during the model's call (its stream), after the call (the reply kept, no tool), while
+# the tool runs (its output so far kept as its result), after the tool (the result complete), and before the next
+# pass (the same history as after the tool).
+MOMENTS = ("before_prompt", "after_hooks", "during_call", "after_call", "during_tool", "after_tool", "before_next")
 
 
 @dataclass
@@ -552,6 +582,7 @@ class Session:
         self.agent.context.hooks = ([type(e) for e in self.prompts_after], [type(e) for e in self.before_main])
         self.history: list[dict[str, Any]] = [{"ai": True, "content": tool_reply("response", text="Hello!")}]
         self.loop: LoopData | None = None
+        self.busy = 0  # commands the terminal will refuse (a command cut short still runs)
         self.records: list[PassRecord] = []
         self.monologue_open = False
         self.saved: dict[str, Any] = {}
@@ -570,15 +601,23 @@ class Session:
         self._user_text = text
 
     def run_pass(self, reply: Reply | Callable[[str, dict | None], Reply] | None,
-                 intervention: str = "") -> PassRecord:
+                 intervention: str = "", at: str = "after_tool",
+                 during: Callable[[str], None] | None = None) -> PassRecord:
         """One pass.  ``reply`` may be a function of (the workflow text in the prompt, the state): a model
-        that reads its prompt before answering.  ``intervention``: the user writes while the tool runs, as
-        Agent-Zero records it: the tool's output so far, then a ``user_intervention`` message; the monologue
-        goes on with the next pass."""
+        that reads its prompt before answering.  ``intervention``: the person writes while the agent works, and
+        Agent-Zero takes it at the moment ``at`` (one of MOMENTS) as its ``handle_intervention`` does: what the
+        pass produced so far stays in history (a reply given, a tool's output so far), the message follows as a
+        ``user_intervention``, and the rest of the pass does not happen; the monologue goes on with the next pass.
+        ``during(moment)`` is called at each moment of the pass (the tests press a control there)."""
         assert self.loop is not None and self.monologue_open, "call user() first"
+        assert at in MOMENTS, at
         loop = self.loop
         loop.iteration += 1
         loop.params_temporary = {}
+        cut = intervention if intervention else ""
+        moment = self._moment(during, cut, at)
+        if moment("before_prompt"):
+            return self._cut_pass(loop, {}, None, cut)
         loop.history_output = [dict(h) for h in self.history]
         self._call(self.prompts_after, loop)
         prompt_extras = {**loop.extras_persistent, **loop.extras_temporary}
@@ -588,13 +627,52 @@ class Session:
         if self.allowed_plans != "unset":
             self.agent.set_data("_org_htn_allowed_plans", self.allowed_plans)
         self._call(self.before_main, loop)
+        pending = getattr(self.agent, "intervention", None)  # said while a hook waited (branches running)
+        if pending is not None:
+            self.agent.intervention = None
+            return self._cut_pass(loop, prompt_extras, None, getattr(pending, "message", str(pending)))
+        if moment("after_hooks") or moment("during_call"):
+            return self._cut_pass(loop, prompt_extras, None, cut)
         if callable(reply):
             reply = reply(prompt_extras.get("htn_active_plan", ""), getattr(self.agent, "_htn_state", None))
         if reply is not None:
+            if moment("after_call"):
+                self._ai(loop, reply.raw())  # handle_intervention(agent_response): the reply is kept, no tool runs
+                return self._cut_pass(loop, prompt_extras, reply, cut)
+            if not reply.final and not reply.warning and moment("during_tool"):
+                self._ai(loop, reply.raw())  # the tool's output so far (the command still runs) is kept
+                if _so_far(reply.output):
+                    self.history.append({"ai": False, "content": {"tool_name": reply.tool,
+                                                                  "tool_result": _so_far(reply.output)}})
+                self.busy = BUSY_CALLS  # the cut command runs on: the terminal refuses the next commands
+                return self._cut_pass(loop, prompt_extras, reply, cut)
             self._model(loop, reply)
-        if intervention:
-            self.history.append({"ai": False, "content": {"user_intervention": intervention}})
+            moment("after_tool")
+        if cut and at in ("after_tool", "before_next"):
+            self.history.append({"ai": False, "content": {"user_intervention": cut}})
             self.monologue_open = True
+        return self._end_pass(loop, prompt_extras, reply)
+
+    def _moment(self, during: Callable[[str], None] | None, cut: str, at: str) -> Callable[[str], bool]:
+        """Each moment of the pass: the tests' callback runs there; True where the person's message cuts the
+        pass (the moments after the tool are taken by the next check, after the pass)."""
+        def moment(name: str) -> bool:
+            if during is not None:
+                during(name)
+            return bool(cut) and name == at and at not in ("after_tool", "before_next")
+        return moment
+
+    def _cut_pass(self, loop: LoopData, prompt_extras: dict[str, Any], reply: Reply | None, words: str) -> PassRecord:
+        """Agent-Zero's handle_intervention: the message goes to history and the pass ends (InterventionException)."""
+        self.history.append({"ai": False, "content": {"user_intervention": words}})
+        self.monologue_open = True
+        return self._end_pass(loop, prompt_extras, reply)
+
+    def _ai(self, loop: LoopData, raw: str) -> None:
+        loop.last_response = raw  # hist_add_ai_response
+        self.history.append({"ai": True, "content": raw})
+
+    def _end_pass(self, loop: LoopData, prompt_extras: dict[str, Any], reply: Reply | None) -> PassRecord:
         adapter = sys.modules.get("graph_engine.host.adapter")
         if self.wait_for_display and adapter is not None:
             adapter.wait_for_display()  # drawn off the loop: waited for here, so that tests see them
@@ -606,12 +684,15 @@ class Session:
 
     def _model(self, loop: LoopData, reply: Reply) -> None:
         raw = reply.raw()
-        loop.last_response = raw
+        loop.last_response = raw  # a new reply is a new object (its text may repeat: the tests' replies do)
         self.history.append({"ai": True, "content": raw})
         if reply.final:
             self.monologue_open = False
         elif reply.warning:
             self.history.append({"ai": False, "content": {"system_warning": reply.warning}})
+        elif self.busy and reply.tool == "code_execution_tool":  # Agent-Zero's terminal still runs a cut command
+            self.busy -= 1
+            self.history.append({"ai": False, "content": {"tool_name": reply.tool, "tool_result": TERMINAL_BUSY}})
         else:
             self.history.append({"ai": False, "content": {"tool_name": reply.tool,
                                                           "tool_result": reply.output}})

@@ -38,7 +38,7 @@ def _loader(agent):
             _said.append(exc)
             text = f"[HTN] Workflow engine not loaded: {exc}; run install_graph_engine.sh"
             try:
-                agent.context.log.log(type="warning", heading=text[:120], content=text)
+                agent.context.log.log(type="warning", heading=text[:120], content=text, update_progress="none")
             except Exception:
                 pass
         return None
