@@ -6,9 +6,9 @@ The graph is checked in the page: no edge passes through a node, every arrow end
 dashed edges run along each other; every node the run passed is marked, a step that failed before it passed has
 its own mark; at 480 px the labels keep the page's text size and nothing of Agent-Zero's covers the graph; large
 plans show the steps around the current one below the controls; the strip above the chat input finds the run;
-the controls go to the plugin's API (a test stub of it until the pack ships its handler: the stub records what
-the page sent and answers as the handler's contract says), the draft in the chat input stays as it was; the
-graph's name says the run's state, a change of step is read out, going back works from the keyboard.
+the controls go to the pack's own API handler (the request the page sent is read from the browser; the run's change
+from the page), the draft in the chat input stays as it was; the graph's name says the run's state, a change of
+step is read out, going back works from the keyboard.
 Screenshots in ``$GRAPH_ENGINE_UI_SHOTS`` (build/ui-shots).
 """
 
@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from pathlib import Path
 
 import pytest
 
@@ -26,27 +25,6 @@ from test_real_ui import (CALC, TEST, UI, audit_events, browser, component, form
                           pytestmark, send, shot, tree, wait_for, FORM, SHOTS)
 
 PLUGIN = "graph_workflow_engine"
-STUB = '''"""A stand-in for the pack's workflow_control API, written by tests/test_real_ui_component.py into a throwaway
-Agent-Zero tree: it records each request and answers as the handler's contract says."""
-import asyncio
-import json
-import os
-
-from helpers.api import ApiHandler, Request, Response
-
-SAID = {"stop": "Stopped.", "pause": "Paused.", "resume": "Resumed.", "skip": "Skipped.", "retry": "Attempts restored.",
-        "back": "Went back.", "restart": "Restarted."}
-
-
-class WorkflowControlStub(ApiHandler):
-    async def process(self, input: dict, request: Request) -> dict | Response:
-        with open(os.environ["GRAPH_ENGINE_UI_CONTROLS"], "a") as record:
-            record.write(json.dumps(input) + "\\n")
-        await asyncio.sleep(1.5)  # long enough for the page to show the control pending
-        return {"ok": True, "id": input.get("id", ""), "status": "applied", "text": SAID.get(input.get("control"), ""),
-                "run": input.get("run", "")}
-'''
-
 GEOMETRY = """(args) => {
   const [root, coincide] = args;
   const boxes = new Map([...root.querySelectorAll('.gw-node')].map(g => [g.dataset.key,
@@ -89,29 +67,23 @@ GEOMETRY = """(args) => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def api(tree):
-    """The pack's control API in the tree: its own handler when this checkout ships one, else the stub."""
-    if (tree.root / "usr" / "plugins" / PLUGIN).is_dir():
-        path = tree.root / "usr" / "plugins" / PLUGIN / "api" / "workflow_control.py"
-    else:
-        path = tree.root / "api" / "graph_workflow_control.py"
-    real = path.is_file()
-    if not real:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(STUB)
-    return real
-
-
 def start_ui(tree, replies, tmp_path, env=None):
-    controls = tmp_path / "controls.jsonl"
-    controls.touch()
-    ui = UI(tree, replies, tmp_path, env={"GRAPH_ENGINE_UI_CONTROLS": str(controls), **(env or {})})
-    return ui, controls
+    return UI(tree, replies, tmp_path, env=env)
 
 
-def sent(controls: Path) -> list[dict]:
-    return [json.loads(line) for line in controls.read_text().splitlines() if line.strip()]
+def api_route() -> str:
+    """The pack's control API as the page calls it: the plugin's handler, or the shell installer's copy."""
+    return "**/api/plugins/graph_workflow_engine/workflow_control" if FORM[0] == "plugin" \
+        else "**/api/graph_workflow_control"
+
+
+def held(page, requests: list, routes: list) -> None:
+    """The page's control requests recorded and held back (each route in ``routes``, for the test to let go on):
+    the page shows them pending meanwhile."""
+    def hold(route):
+        requests.append(json.loads(route.request.post_data or "{}"))
+        routes.append(route)
+    page.route(api_route(), hold)
 
 
 def geometry(page, coincide=True) -> dict:
@@ -139,7 +111,7 @@ def until(check, what: str, timeout: float = 60):
 
 # ── the graph at a glance ──────────────────────────────────────────────────────────────────────────────────
 
-def test_every_node_passed_is_marked_and_no_edge_crosses_a_node(tree, api, project, browser, tmp_path):
+def test_every_node_passed_is_marked_and_no_edge_crosses_a_node(tree, project, browser, tmp_path):
     """A bug fix whose test fails once, then passes: Start and the decision are marked passed, the test step has the
     mark of a step that failed before it passed; the graph's edges keep clear of the nodes; at 480 px the labels keep
     the page's text size and nothing of Agent-Zero's covers the graph; without the layout library the component
@@ -154,7 +126,7 @@ def test_every_node_passed_is_marked_and_no_edge_crosses_a_node(tree, api, proje
                terminal(run_tests, "Run the tests again"),
                terminal(run_tests, "Regressions"),
                respond("Fixed: divide() returns 0.0 for a zero divisor; the tests pass.")]
-    ui, _ = start_ui(tree, replies, tmp_path)
+    ui = start_ui(tree, replies, tmp_path)
     try:
         page, errors = open_chat(browser, ui)
         bug_report(page, project)
@@ -243,14 +215,14 @@ def chain(n: int) -> dict:
             "trigger_threshold": 1, "graph": {"start": "start", "nodes": nodes, "edges": edges}}
 
 
-def test_a_large_plan_shows_the_steps_around_the_current_one_under_its_controls(tree, api, browser, tmp_path):
+def test_a_large_plan_shows_the_steps_around_the_current_one_under_its_controls(tree, browser, tmp_path):
     """40-, 100- and 500-node plans: folded around the current step (the rest in two folds, one control to show
     all), the controls and the current step above the graph, the current step in view in the graph's box."""
     library = tmp_path / "chains.json"
     library.write_text(json.dumps({"_meta": {"version": "2.0"}, "plans": {f"chain{n}": chain(n) for n in (40, 100, 500)}}))
     steps = [terminal(f'echo "step {k} done"', f"Step {k}") for k in range(1, 4)]
     replies = [r for _ in range(3) for r in (*steps, respond("Three steps are done. Shall I go on?"))]
-    ui, _ = start_ui(tree, replies, tmp_path, env={"GRAPH_ENGINE_LIBRARY": str(library)})
+    ui = start_ui(tree, replies, tmp_path, env={"GRAPH_ENGINE_LIBRARY": str(library)})
     try:
         page, errors = open_chat(browser, ui)
         for n in (40, 100, 500):
@@ -308,53 +280,55 @@ def waiting(page, ui, project) -> dict:
     return c
 
 
-def test_the_controls_act_through_the_plugins_api_and_leave_the_draft_alone(tree, api, project, browser, tmp_path):
-    ui, controls = start_ui(tree, waiting_replies(project), tmp_path)
+def test_the_controls_act_through_the_plugins_api_and_leave_the_draft_alone(tree, project, browser, tmp_path):
+    """With a draft in the chat input: a control whose request fails says so on its row ("not sent: ..."); Stop
+    shows pending, goes to the pack's API with the chat, the run and a request id, and stops the run; the draft
+    stays as it was, and the engine's answer is on the component after a reload too."""
+    ui = start_ui(tree, waiting_replies(project), tmp_path)
     try:
         page, errors = open_chat(browser, ui)
         before = waiting(page, ui, project)
         draft = "and then please also look at the rounding in"
         page.fill("#chat-input", draft)
         run = page.locator(".graph-workflow").last.get_attribute("data-run")
+        answer = page.locator(".graph-workflow .gw-answer").last
+
+        page.route(api_route(), lambda r: r.fulfill(status=403, body="CSRF token missing or invalid"))
+        page.locator(".graph-workflow .gw-controls .gw-button[data-kind='pause']").last.click()
+        until(lambda: answer.text_content() == "not sent: CSRF token missing or invalid", "the HTTP error on its row")
+        assert component(page)["status"] == "active" and page.input_value("#chat-input") == draft
+        page.unroute(api_route())
+
+        requests, routes = [], []
+        held(page, requests, routes)
         stop = page.locator(".graph-workflow .gw-controls .gw-button[data-kind='stop']").last
         assert stop.get_attribute("title") == 'Same as typing "stop the workflow"'
         stop.click()
-        until(lambda: page.locator(".graph-workflow .gw-answer").last.text_content() == "Stopping…", "Stopping…")
+        until(lambda: answer.text_content() == "Stopping…", "Stopping…")
         assert stop.inner_text() == "Stopping…" and stop.get_attribute("aria-disabled") == "true"
         shot(page, "c6-control-pending")
-        try:
-            request = until(lambda: sent(controls), "the request", timeout=10)[0]
-        except AssertionError:
-            print("ANSWER", page.locator(".graph-workflow .gw-answer").last.inner_text())
-            print((tmp_path / "server.log").read_text()[-3000:])
-            raise
         context = page.evaluate("() => globalThis.getContext()")
-        assert {k: request[k] for k in ("context", "run", "control", "node")} == \
+        assert len(requests) == 1 and {k: requests[0][k] for k in ("context", "run", "control", "node")} == \
             {"context": context, "run": run, "control": "stop", "node": ""}
-        assert re.fullmatch(r"[A-Za-z0-9_-]{1,40}", request["id"])
-        if api:  # the pack's own handler: the run stops
-            wait_for(page, lambda c: c["status"] == "stopped", "the run stopped")
-        else:
-            until(lambda: page.locator(".graph-workflow .gw-answer").last.inner_text() == "Stopped.", "the answer")
-            assert stop.inner_text() == "Stop" and stop.get_attribute("aria-disabled") is None
-        assert page.input_value("#chat-input") == draft  # the person's draft, as it was
+        assert re.fullmatch(r"[A-Za-z0-9_-]{1,40}", requests[0]["id"])
+        routes.pop().continue_()  # on to the pack's handler
+        stopped = wait_for(page, lambda c: c["status"] == "stopped", "the run stopped")
+        said = until(lambda: answer.text_content() not in ("", "Stopping…") and answer.text_content(), "the answer")
+        assert not said.startswith(("not sent", "Not applied")), said
+        assert stopped["buttons"] == [] and page.input_value("#chat-input") == draft  # the person's draft, as it was
+        assert [e["by"] for e in audit_events(tree) if e["type"] == "plan_stopped"] == ["button"]
         shot(page, "c7-control-answered")
-        if not api:
-            route = "**/api/plugins/graph_workflow_engine/workflow_control" if FORM[0] == "plugin" \
-                else "**/api/graph_workflow_control"
-            page.route(route, lambda r: r.fulfill(status=403, body="CSRF token missing or invalid"))
-            page.locator(".graph-workflow .gw-controls .gw-button[data-kind='pause']").last.click()
-            until(lambda: page.locator(".graph-workflow .gw-answer").last.inner_text()
-                  == "not sent: CSRF token missing or invalid", "the HTTP error on the row")
-            assert page.input_value("#chat-input") == draft and len(sent(controls)) == 1
+        page.reload()  # the engine's answer travels with the run's data
+        page.wait_for_selector(".graph-workflow", timeout=30_000)
+        until(lambda: page.locator(".graph-workflow .gw-answer").last.text_content() == said, "the answer again")
         assert errors == [] and before["count"] == 1
     finally:
         ui.close()
 
 
-def test_the_strip_above_the_input_finds_the_active_run_and_goes_when_it_ends(tree, api, project, browser, tmp_path):
+def test_the_strip_above_the_input_finds_the_active_run_and_goes_when_it_ends(tree, project, browser, tmp_path):
     long_answer = "\n\n" + "\n\n".join(f"Note {i}: the division has no guard for a zero divisor." for i in range(40))
-    ui, controls = start_ui(tree, waiting_replies(project, long_answer), tmp_path)
+    ui = start_ui(tree, waiting_replies(project, long_answer), tmp_path)
     try:
         page, errors = open_chat(browser, ui)
         strip = page.locator("#graph-workflow-strip")
@@ -385,7 +359,7 @@ def test_the_strip_above_the_input_finds_the_active_run_and_goes_when_it_ends(tr
         until(lambda: page.evaluate(visible), "the component scrolled into view")
         assert page.evaluate("() => document.activeElement?.classList.contains('graph-workflow')")
         shot(page, "c9-strip-opened")
-        send(page, "stop the workflow")  # the run ends: the strip goes
+        strip.locator(".gw-button[data-kind='stop']").click()  # the strip's own control: the run ends, the strip goes
         wait_for(page, lambda c: c["status"] == "stopped", "the run stopped")
         until(lambda: strip.is_hidden(), "the strip gone")
         assert errors == []
@@ -393,11 +367,13 @@ def test_the_strip_above_the_input_finds_the_active_run_and_goes_when_it_ends(tr
         ui.close()
 
 
-def test_the_graph_says_its_state_reads_out_a_change_and_goes_back_from_the_keyboard(tree, api, project, browser,
+def test_the_graph_says_its_state_reads_out_a_change_and_goes_back_from_the_keyboard(tree, project, browser,
                                                                                      tmp_path):
-    ui, controls = start_ui(tree, waiting_replies(project), tmp_path)
+    ui = start_ui(tree, waiting_replies(project), tmp_path)
     try:
         page, errors = open_chat(browser, ui)
+        requests, routes = [], []
+        held(page, requests, routes)
         page.evaluate("""() => { window.gwRead = [];  // what the component's live region is changed to
             new MutationObserver((changes) => { for (const m of changes) {
                 const el = m.target.nodeType === 3 ? m.target.parentElement : m.target;
@@ -443,12 +419,12 @@ def test_the_graph_says_its_state_reads_out_a_change_and_goes_back_from_the_keyb
         page.keyboard.press("Shift+Tab")  # back to the button
         assert page.evaluate("() => document.activeElement?.textContent") == "Go back"
         page.keyboard.press("Enter")
-        if api:
-            wait_for(page, lambda c: c["status"] == "active" and c["current"] == "reproduce", "the run back")
-        else:
-            request = until(lambda: sent(controls), "the request")[0]
-            assert (request["control"], request["node"]) == ("back", "reproduce")
-            until(lambda: page.locator(".graph-workflow .gw-answer").last.inner_text() == "Went back.", "the answer")
+        until(lambda: requests, "the request")
+        assert (requests[0]["control"], requests[0]["node"]) == ("back", "reproduce")
+        assert page.locator(".graph-workflow .gw-back-button").last.inner_text() == "Going back…"
+        routes.pop().continue_()
+        wait_for(page, lambda c: c["status"] == "active" and c["current"] == "reproduce", "the run back")
+        assert [e["by"] for e in audit_events(tree) if e["type"] == "jumped_back"] == ["button"]
         assert page.input_value("#chat-input") == ""
         assert errors == []
     finally:
