@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 GENERATED := $(shell grep -l "@given" tests/test_*.py tests/*/test_*.py 2>/dev/null)
 
-.PHONY: demo test test-deep bench prompts tables plugin matcher real-loop real-ui real-loop-bench clean
+.PHONY: demo test test-deep bench prompts tables plugin webui-lib matcher real-loop real-ui real-loop-bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed; set PYTHON=python3.11 (or newer)")'
@@ -41,8 +41,24 @@ tables: $(STAMP)
 matcher: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/graph-engine build-matcher
 
-# the ZIP that Agent-Zero v1.x's Plugins dialog installs (only what runs inside Agent-Zero); prints its path
-plugin:
+# the web UI's layout library (dagre, pinned by package-lock.json; not committed): `npm ci` checks and unpacks the
+# tarball into node_modules/, then the one file the component imports is made from it (without npm: downloaded
+# from the npm registry and checked against the lock by the same script)
+DAGRE := extensions/webui/graph_workflow_engine/dagre.js
+DAGRE_TOOL := extensions/graph_engine/tools/dagre.py
+
+$(DAGRE): package.json package-lock.json $(DAGRE_TOOL)
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null && \
+	  $(PYTHON) -B $(DAGRE_TOOL) --from node_modules/@dagrejs/dagre --out $@ >&2; \
+	else $(PYTHON) -B $(DAGRE_TOOL) --out $@ >&2; fi
+
+webui-lib: $(DAGRE)
+
+# the ZIP that Agent-Zero v1.x's Plugins dialog installs (only what runs inside Agent-Zero, the layout library
+# built); prints its path.  WEBUI_LIB= leaves the library as it is (the tests: no network)
+WEBUI_LIB ?= $(DAGRE)
+plugin: $(WEBUI_LIB)
 	@$(PYTHON) -B extensions/graph_engine/tools/installer.py --build-plugin dist
 
 # the `bench` extra (LangGraph, for the side-by-side rows) is installed on top of the test extras
@@ -62,11 +78,11 @@ real-loop: $(STAMP)
 
 # the workflow component in Agent-Zero's real web UI (v1.7's run_ui.py), driven by headless Chromium (Debian's
 # chromium package, which this target does not install); screenshots in build/ui-shots
-real-ui: $(STAMP)
+real-ui: $(STAMP) $(DAGRE)
 	@test -n "$(A0_TREES)" -a -d "$(A0_TREES)" || { echo "make real-ui: set A0_TREES to a folder of Agent-Zero trees (docs/development.md)"; exit 2; }
 	$(BIN)/python -m pip install --quiet -e '.[ui]'
 	A0_TREES="$(A0_TREES)" $(BIN)/python tests/a0env.py v1.7
-	A0_TREES="$(A0_TREES)" GRAPH_ENGINE_UI_SHOTS="$(CURDIR)/build/ui-shots" $(BIN)/python -m pytest tests/test_real_ui.py tests/test_real_ui_hostile.py
+	A0_TREES="$(A0_TREES)" GRAPH_ENGINE_UI_SHOTS="$(CURDIR)/build/ui-shots" $(BIN)/python -m pytest $(wildcard tests/test_real_ui*.py)
 
 # the two hooks timed (and profiled) in Agent-Zero's real message loop, v1.7 tree of A0_TREES: prints the table,
 # writes bench/real_loop_results.json and the real-loop table of docs/performance.md
@@ -76,4 +92,4 @@ real-loop-bench: $(STAMP)
 	A0_TREES="$(A0_TREES)" $(BIN)/python bench/real_loop.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache node_modules $(DAGRE)

@@ -3,7 +3,9 @@
 ``install()`` takes over from a linear HTN plan selector that Agent-Zero would otherwise run instead of this
 plugin's (``usr/extensions/python/`` is read before any plugin): the old selector is kept byte for byte in a
 backup and the user's plans are carried into the plugin's library; everything is recorded in the install
-manifest that ``install_graph_engine.sh`` also reads.  ``uninstall()`` puts it all back.  A failure raises
+manifest that ``install_graph_engine.sh`` also reads.  A plugin installed from a Git URL has no build: its web
+UI's layout library (dagre) is downloaded as ``package-lock.json`` pins it and checked (one line when it cannot
+be: the workflow component then draws a plain layout).  ``uninstall()`` puts it all back.  A failure raises
 with one line that says what and how to fix it, the tree as it was (Agent-Zero then removes the plugin folder).
 """
 
@@ -50,7 +52,9 @@ def _run(what, action):
 
 
 def install():
-    return _run("install", lambda i: i.adopt(HERE))
+    manifest = _run("install", lambda i: i.adopt(HERE))
+    importlib.import_module("graph_engine.tools.dagre").ensure(HERE)  # never raises: one line when it cannot
+    return manifest
 
 
 def uninstall():

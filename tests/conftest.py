@@ -59,6 +59,9 @@ RUN_TEMP = tempfile.mkdtemp(prefix="graph-engine-tests-")
 os.chmod(RUN_TEMP, 0o755)  # the installer tests run a step as an unprivileged user, who must reach their folder
 os.environ["TMPDIR"] = RUN_TEMP
 tempfile.tempdir = RUN_TEMP
+# no test downloads the web UI's layout library (installs without it say so in one line); the tests of the
+# download (tests/tools/test_dagre.py) hand it a fake one
+os.environ["GRAPH_ENGINE_NO_DOWNLOAD"] = "1"
 
 
 def _open_descriptors() -> int:

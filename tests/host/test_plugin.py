@@ -12,6 +12,7 @@ from scenario import IDLE
 from graph_engine import __version__
 
 from graph_engine.boundary import settings
+from graph_engine.tools import dagre
 from graph_engine.tools.standin import ROOT, Session, flat_yaml, install_plugin_helpers
 
 PLUGIN = "graph_workflow_engine"
@@ -219,8 +220,8 @@ def legacy_tree(tmp_path: Path) -> Path:
 
 
 def test_make_plugin_builds_the_zip_of_what_runs_inside_agent_zero_and_prints_its_path(tmp_path):
-    r = subprocess.run(["make", "-s", "plugin", f"PYTHON={sys.executable}"], cwd=ROOT, capture_output=True,
-                       text=True, timeout=120)
+    r = subprocess.run(["make", "-s", "plugin", "WEBUI_LIB=", f"PYTHON={sys.executable}"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)  # (WEBUI_LIB=: the layout library as it is)
     path = Path(r.stdout.strip())
     assert r.returncode == 0 and path == ROOT / "dist" / f"{PLUGIN}-{__version__}.zip" and path.is_file()
     import zipfile
@@ -228,8 +229,13 @@ def test_make_plugin_builds_the_zip_of_what_runs_inside_agent_zero_and_prints_it
     assert all(n.startswith(f"{PLUGIN}/") for n in names)
     tops = {n.split("/")[1] for n in names}
     assert tops == {"plugin.yaml", "hooks.py", "execute.py", "default_config.yaml", "LICENSE", "README.md", "webui",
-                    "extensions", "plan_library", "api"}
+                    "extensions", "plan_library", "api", "package.json", "package-lock.json"}
     assert f"{PLUGIN}/api/workflow_control.py" in names  # the component's buttons call it
+    webui = {n.split("/", 1)[1] for n in names if "/extensions/webui/" in n}
+    assert {"extensions/webui/get_message_handler/graph-workflow-handler.js",
+            "extensions/webui/chat-input-start/graph-workflow-strip.html",
+            "extensions/webui/graph_workflow_engine/component.js"} <= webui
+    assert (f"{PLUGIN}/{dagre.TARGET.as_posix()}" in names) == (ROOT / dagre.TARGET).is_file()  # built: carried
     assert not [n for n in names if "__pycache__" in n or "/tests/" in n or "/fixtures/" in n]
     assert installer.build_zip(tmp_path).read_bytes() == path.read_bytes()  # the same sources, the same bytes
 

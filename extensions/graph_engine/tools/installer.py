@@ -38,6 +38,7 @@ from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script by install_graph_engine.sh: the package is two folders up
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from graph_engine.tools import dagre  # noqa: E402
 from graph_engine.tools.user_plans import SHIPPED_BESIDE, Merged, merge, read_plans, take_shipped  # noqa: E402
 
 SRC = Path(__file__).resolve().parents[3]  # the repository
@@ -57,9 +58,10 @@ MANIFEST = "install_manifest.json"
 FRAMEWORK_PYTHON = "/opt/venv-a0/bin/python"
 MARK = "Graph workflow engine"  # first line of this pack's extension files
 DIALOG = "dialog"  # the manifest's form for a plugin that Agent-Zero's Plugins dialog installed
-PLUGIN_TOP = ("plugin.yaml", "hooks.py", "execute.py", "default_config.yaml", "LICENSE")
+PLUGIN_TOP = ("plugin.yaml", "hooks.py", "execute.py", "default_config.yaml", "LICENSE", "package.json",
+              "package-lock.json")  # (the lock: what a plugin without its layout library downloads)
 PLUGIN_README = "docs/plugin-readme.md"  # the plugin folder's README.md: written for a reader inside Agent-Zero
-PLUGIN_TOOLS = ("__init__.py", "installer.py", "user_plans.py")  # what hooks.py needs to adopt and release
+PLUGIN_TOOLS = ("__init__.py", "installer.py", "user_plans.py", "dagre.py")  # what hooks.py needs
 OPTIONAL = ("orjson", "jsonschema", "wordllama")  # wordllama: requests matched by meaning, not only by words
 REQUIREMENT = {"orjson": "orjson>=3.9", "jsonschema": "jsonschema>=4.18", "wordllama": "wordllama>=0.4,<0.5"}
 
@@ -178,8 +180,31 @@ def runtime_files(package: Path = PACKAGE) -> list[Path]:
 
 
 def web_ui_files(src: Path = SRC) -> list[Path]:
-    """The pack's web UI extensions (v1.x: the workflow component), as ``extensions/webui/<point>/<file>``."""
-    return sorted(p for p in (src / "extensions" / "webui").rglob("*.js") if p.is_file())
+    """The pack's web UI extensions (v1.x: the workflow component and the strip above the chat input), as
+    ``extensions/webui/<point>/<file>``, and the component's modules beside them in
+    ``extensions/webui/graph_workflow_engine/``, its layout library (``dagre.TARGET``) when it was built."""
+    return sorted(p for p in (src / "extensions" / "webui").rglob("*")
+                  if p.is_file() and p.suffix in (".js", ".html") and "__pycache__" not in p.parts)
+
+
+def layout_library(root: Path, have: dict[Path, bytes]) -> None:
+    """The web UI's layout library at ``root / dagre.TARGET`` in ``have`` (what an install writes): from this
+    checkout when it was built, else downloaded as package-lock.json pins it (checked); without it, one line (the
+    component then draws a plain layout)."""
+    target = root / dagre.TARGET
+    if target in have:
+        return
+    if not _FETCHED:  # once per run of the installer
+        try:
+            _FETCHED.append(dagre.fetched(SRC))
+        except dagre.LibraryError as exc:
+            _FETCHED.append(None)
+            say(f"the graph layout library is missing: {exc}; {dagre.MISSING}")
+    if _FETCHED[0] is not None:
+        have[target] = _FETCHED[0]
+
+
+_FETCHED: list[bytes | None] = []
 
 
 def plugin_files(src: Path = SRC) -> dict[str, bytes]:
@@ -221,6 +246,7 @@ def payload(layout: Layout, merged: Merged) -> dict[str, bytes]:
     ext = layout.ext_root
     if layout.plugin_dir is not None:
         files = {layout.plugin_dir / rel: data for rel, data in plugin_files().items()}
+        layout_library(layout.plugin_dir, files)
         files[ext / "before_main_llm_call" / LIBRARY] = merged.data
         if merged.beside is not None:
             files[ext / "before_main_llm_call" / SHIPPED_BESIDE] = merged.beside
@@ -241,6 +267,7 @@ def payload(layout: Layout, merged: Merged) -> dict[str, bytes]:
             files[layout.root / path.relative_to(SRC)] = path.read_bytes()
         # and finds API handlers in its own api/ (or a plugin's): the component's buttons call this one
         files[layout.root / "api" / CORE_CONTROL_API] = (SRC / "api" / CONTROL_API).read_bytes()
+        layout_library(layout.root, files)
     if merged.beside is not None:
         files[ext / "before_main_llm_call" / SHIPPED_BESIDE] = merged.beside
     return {layout.rel(p): data for p, data in files.items()}
