@@ -5,7 +5,8 @@
 Run with the installed pack on PYTHONPATH (tests/test_real_ui.py does).  SCRIPT.json: {"replies": [...], "branch_replies":
 {...}, "chat_delay": ..., "by_step": {...}} as for graph_engine.host.a0driver; each chat call the model receives is written
 to CALLS.json as it happens (and each reply to replies.json beside it), so a test can read what the model was told, and
-started.json says how many calls have started (a test clicks while one is under way).  Nothing is sent to any model.
+started.json says how many calls have started (a test clicks while one is under way); with "record_judged", judged.json
+holds every result the engine judged.  Nothing is sent to any model.
 """
 
 import argparse
@@ -41,6 +42,9 @@ def main() -> None:
         return delay(branch)
 
     script.chat, script.delay = recorded, starting
+    if spec.get("record_judged"):  # every result the engine judges, written as it is judged
+        judged = calls.with_name("judged.json")
+        a0driver._record_judged(lambda found: judged.write_text(json.dumps(found)))
     a0driver.Session(args.a0_root, script)  # the scripted model, the shell as the container's, memory apart
     from helpers import runtime
     runtime.args.update(port=int(args.port), host="127.0.0.1")  # beside the driver's --dockerized=true

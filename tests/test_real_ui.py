@@ -52,10 +52,10 @@ class UI:
     """One Agent-Zero web UI process on a localhost port, the pack installed as a plugin, its model scripted."""
 
     def __init__(self, tree: A0Copy, replies: list[str], work: Path, env: dict | None = None,
-                 branch_replies: dict | None = None, chat_delay=0.0) -> None:
+                 branch_replies: dict | None = None, chat_delay=0.0, **script) -> None:
         self.tree, self.port, self.calls = tree, free_port(), work / "calls.json"
         (work / "script.json").write_text(json.dumps({"replies": replies, "branch_replies": branch_replies or {},
-                                                      "chat_delay": chat_delay}))
+                                                      "chat_delay": chat_delay, **script}))
         env = {**os.environ, "PYTHONPATH": str(tree.package_home()), "A0_ROOT": str(tree.root),
                "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
         env.pop("GRAPH_ENGINE_RUNS_DIR", None)
@@ -142,6 +142,7 @@ def component(page) -> dict:
         const c = all[all.length - 1];
         if (!c) return null;
         return {count: all.length, status: c.dataset.status, plan: c.querySelector('.gw-plan')?.textContent,
+                run: c.dataset.run, badge: c.querySelector('.gw-badge')?.textContent || '',
                 current: c.querySelector('.gw-mark-current')?.dataset.node || '',
                 currents: [...c.querySelectorAll('.gw-mark-current')].map(n => n.dataset.node),
                 branches: [...c.querySelectorAll('.gw-branch')].map(b => [b.querySelector('.gw-branch-name')

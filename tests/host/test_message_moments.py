@@ -122,11 +122,17 @@ def done(s: Session) -> dict:
 
 
 CHECKS = ("own words", "exit status")
+DEEP = pytest.mark.deep  # (make test-deep) the whole grid; make test says each moment at one place of a run
 
 
-@pytest.mark.parametrize("check", CHECKS)
-@pytest.mark.parametrize("moment", MOMENTS)
-@pytest.mark.parametrize("at_pass", [0, 1, 2, 3])
+def grid(places: list, quick_place, checks=CHECKS, quick_checks=CHECKS) -> list:
+    """(moment, place, check) for every moment; the places and checks other than the quick ones are deep."""
+    return [pytest.param(m, p, c, marks=() if p == quick_place and c in quick_checks else DEEP,
+                         id=f"{m}-{p}-{c.replace(' ', '_')}")
+            for m in MOMENTS for p in places for c in checks]
+
+
+@pytest.mark.parametrize("moment, at_pass, check", grid([0, 1, 2, 3], 2))
 def test_a_message_at_any_moment_of_a_pass_never_fakes_a_step(monkeypatch, tmp_path, moment, at_pass, check):
     """The message comes in the pass of step ``at_pass``, at ``moment``: every step still passes on its own
     command's result, once, and the run completes as if the message had come between two steps."""
@@ -215,8 +221,8 @@ def fork_session(monkeypatch, tmp_path, says_at: int | None, check: str = "own w
     return s, model, branches
 
 
-@pytest.mark.parametrize("check", CHECKS)
-@pytest.mark.parametrize("says_at", [1, 2, 4])
+@pytest.mark.parametrize("says_at, check", [pytest.param(n, c, marks=() if n == 2 else DEEP)
+                                            for n in (1, 2, 4) for c in CHECKS])
 def test_a_message_while_branches_run_never_fakes_the_step_after_them(monkeypatch, tmp_path, says_at, check):
     """The person writes while the three branches work: the step after the fan-in (Report) is shown, the pass
     ends before its call (the message), and Report passes only on its own command's result."""
@@ -228,9 +234,7 @@ def test_a_message_while_branches_run_never_fakes_the_step_after_them(monkeypatc
     assert [o for _, o in verdicts if o != "success"] == []
 
 
-@pytest.mark.parametrize("check", CHECKS)
-@pytest.mark.parametrize("moment", MOMENTS)
-@pytest.mark.parametrize("at_pass", [0, 1, 2])
+@pytest.mark.parametrize("moment, at_pass, check", grid([0, 1, 2], 1, quick_checks=("exit status",)))
 def test_a_message_around_a_fork_never_fakes_a_step(monkeypatch, tmp_path, moment, at_pass, check):
     """The message comes in the parent's passes before the fork (0: Prepare shown; 1: Prepare judged, the fork
     met) or after it (2: Report), at every moment."""

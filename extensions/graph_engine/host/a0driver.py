@@ -362,8 +362,9 @@ class Session:
                 path.unlink()
 
 
-def _record_judged() -> list[dict]:
-    """Every result the engine's step judges, as it judges it: {node, outcome, branch, text, reply}."""
+def _record_judged(changed: Callable[[list], None] | None = None) -> list[dict]:
+    """Every result the engine's step judges, as it judges it: {node, outcome, branch, text, reply} (``changed`` is
+    called with the list after each)."""
     from graph_engine.core import engine
     judged: list[dict] = []
     judge = engine._judge
@@ -376,6 +377,8 @@ def _record_judged() -> list[dict]:
                 judged.append({"node": event["node"], "outcome": event["outcome"],
                                "branch": (run.state.get("branch") or {}).get("id", ""),
                                "text": obs.output.text[-2000:], "reply": obs.output.reply[-2000:]})
+                if changed is not None:
+                    changed(judged)
     engine._judge = recorded
     return judged
 
