@@ -193,6 +193,30 @@ def test_a_control_pressed_while_the_utility_model_answers_is_applied_when_it_ha
     assert s.state["current_node"] == "verify_no_regression"
 
 
+def test_stop_pressed_while_the_utility_model_answers_is_told_to_the_call_of_that_pass(monkeypatch):
+    """Stop pressed while the hook call waits for the utility model ends the run when the answer comes, and the
+    model call that pass prepares is told, not a later one."""
+    s = at_test_step()
+    match_message = adapter.asking.match_message
+
+    def a_close_call(*args, **kwargs):
+        match, _ = match_message(*args, **kwargs)
+        return match, "a question for the utility model"
+
+    async def ask(agent, question, timeout, log):
+        await asyncio.sleep(0)
+        queued(s, "stop")
+        return None
+    monkeypatch.setattr(adapter.asking, "match_message", a_close_call)
+    monkeypatch.setattr(adapter.asking, "ask", ask)
+    s.user("could you also look at the logging while you are at it")
+    record = s.run_pass(Reply(final="ok"))
+    assert s.state is None and s.agent._htn_last_run["status"] == "stopped"
+    assert told(record).startswith("[WORKFLOW STOPPED by the user: Bug Fix Workflow]")
+    s.user("and now?")
+    assert "[WORKFLOW STOPPED" not in told(s.run_pass(Reply(final="ok")))  # told once
+
+
 # ── with branches running ──────────────────────────────────────────────────
 
 

@@ -196,10 +196,15 @@ async def _decide(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: setti
             agent.__dict__[pressed.WAITING_ATTR] = False
         if pressed.pending(agent):  # pressed while the utility model answered: applied first, the pass read again
             apply_pressed(agent, rt)
+            told = getattr(agent, TOLD_ATTR, None)
+            setattr(agent, TOLD_ATTR, None)  # it ended the run: this pass's call is told, not a later one
             again = _prepare(rt, agent, loop_data, hook, cfg, request=request)
-            if again is None:
-                return
-            prepared = again
+            if again is not None:
+                again.obs.match = match
+                _step(rt, agent, loop_data, hook, again)
+            if told:
+                _tell(loop_data, told)
+            return
         prepared.obs.match = match
     _step(rt, agent, loop_data, hook, prepared)
 
