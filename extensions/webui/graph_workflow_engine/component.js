@@ -5,7 +5,7 @@
 // where the run is, the controls (through the plugin's API: control.js), going back to a step done, then the
 // graph (graph.js). A plan of FOLD_AT nodes or more shows the steps around the current one, the rest folded.
 import { draw, layout, layoutLibrary, metrics } from "./graph.js";
-import { answerFor, answerText, onAnswer, pendingControl, pendingLabel, press } from "./control.js";
+import { answerFor, answerText, controlButtons, disable, onAnswer, pendingControl, pendingLabel, press } from "./control.js";
 import { refreshStrip } from "./strip.js";
 import { injectStyle } from "./style.js";
 
@@ -239,37 +239,8 @@ function syncBranches(row, branches) {
   }));
 }
 
-function disable(button, off) {
-  if (off) button.setAttribute("aria-disabled", "true");
-  else button.removeAttribute("aria-disabled");
-}
-
-// the controls that apply now: a button each (kept while it applies, so focus stays), the answer line, and
-// going back to a step done (a labelled list and a button)
-export function controlButtons(row, d, make) {
-  const wanted = d.controls.filter((c) => c.kind !== "back");
-  const waiting = pendingControl(d);
-  const have = new Map([...row.querySelectorAll(":scope > .gw-button")].map((b) => [b.dataset.kind, b]));
-  let before = row.firstChild;
-  for (const c of wanted) {
-    let button = have.get(c.kind);
-    have.delete(c.kind);
-    if (!button) {
-      button = el("button", { class: "gw-button", type: "button", "data-kind": c.kind });
-      button.addEventListener("click", () => {
-        if (button.getAttribute("aria-disabled") !== "true") make(button.dataset.kind);
-      });
-    }
-    button.dataset.say = c.words;
-    button.title = `Same as typing "${c.words}"`;
-    disable(button, !!waiting); // (not `disabled`: the pressed button keeps the focus)
-    button.textContent = waiting === c.kind ? pendingLabel(c.kind) : c.label;
-    if (button !== before) row.insertBefore(button, before);
-    before = button.nextSibling;
-  }
-  for (const old of have.values()) old.remove();
-}
-
+// the controls that apply now (control.js), the answer line, and going back to a step done (a labelled list and a
+// button)
 function syncControls(root, d) {
   const p = root._gw.parts;
   controlButtons(p.controls, d, (kind) => act(root, kind));

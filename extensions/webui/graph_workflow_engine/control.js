@@ -94,3 +94,37 @@ export async function press(run, control, node = "") {
   changed(run);
   return answer;
 }
+
+export function disable(button, off) {
+  if (off) button.setAttribute("aria-disabled", "true");
+  else button.removeAttribute("aria-disabled");
+}
+
+// the controls that apply now, in `row`: a button each, kept while it applies (so the focus stays); `make(kind)`
+// presses one (the component's and the strip's rows)
+export function controlButtons(row, d, make) {
+  const wanted = d.controls.filter((c) => c.kind !== "back");
+  const waiting = pendingControl(d);
+  const have = new Map([...row.querySelectorAll(":scope > .gw-button")].map((b) => [b.dataset.kind, b]));
+  let before = row.firstChild;
+  for (const c of wanted) {
+    let button = have.get(c.kind);
+    have.delete(c.kind);
+    if (!button) {
+      button = document.createElement("button");
+      button.className = "gw-button";
+      button.type = "button";
+      button.dataset.kind = c.kind;
+      button.addEventListener("click", () => {
+        if (button.getAttribute("aria-disabled") !== "true") make(button.dataset.kind);
+      });
+    }
+    button.dataset.say = c.words;
+    button.title = `Same as typing "${c.words}"`;
+    disable(button, !!waiting); // (not `disabled`: the pressed button keeps the focus)
+    button.textContent = waiting === c.kind ? pendingLabel(c.kind) : c.label;
+    if (button !== before) row.insertBefore(button, before);
+    before = button.nextSibling;
+  }
+  for (const old of have.values()) old.remove();
+}

@@ -3,8 +3,7 @@
 // line (plan, step, status) with its controls, where the person types. Pressing the line scrolls to the run's
 // component and moves the focus there. It follows what the chat's log shows: gone when no run is active (the run
 // ended, or another chat was opened).
-import { answerFor, answerText, press } from "./control.js";
-import { controlButtons } from "./component.js";
+import { answerFor, answerText, controlButtons, press } from "./control.js";
 import { injectStyle } from "./style.js";
 
 let scheduled = false;
