@@ -145,3 +145,30 @@ def test_the_controls_are_read_from_their_table():
         assert render.NO_RUN_VERBS.get(k.name, "") == k.verb
         assert control.parse(k.canonical.replace("<step>", "the fix").replace("<plan name>", "git")).kind == k.name
         assert k.event in kinds.EVENTS
+
+
+# ── fan-in policies: each is its row (kinds.FAN_IN_POLICIES) ───────────────
+
+
+def test_every_fan_in_policy_tells_the_model_what_it_needs_and_a_row_without_words_is_no_row():
+    for policy in kinds.FAN_IN_POLICIES.values():
+        words = policy.told.format(q=2, r="'Lint' and 'Unit tests'")
+        assert words.strip() and "{" not in words, policy.name
+    with pytest.raises(TypeError):
+        kinds.FanInPolicy("majority", "more than half of the branches succeeded")  # no words, no test
+
+
+def test_a_fan_in_policy_added_as_a_row_compiles_routes_and_is_told_by_its_own_words(monkeypatch):
+    from test_parallel_branches import checks_plan
+
+    majority = kinds.FanInPolicy(
+        "majority", "more than half of the branches succeeded", "more than half of them must succeed",
+        lambda outcomes, quorum, required: 2 * sum(o == "success" for o in outcomes.values()) > len(outcomes))
+    monkeypatch.setitem(kinds.FAN_IN_POLICIES, "majority", majority)
+    plan = compile_plan("checks", checks_plan("majority"))
+    join = plan.nodes["join"]
+    two_of_three = {"lint": "success", "types": "fail", "tests": "success"}
+    one_of_three = {"lint": "success", "types": "fail", "tests": "fail"}
+    assert engine.fan_in_passes(join, two_of_three) and not engine.fan_in_passes(join, one_of_three)
+    told = render.fan_in_failure(plan, join, one_of_three)
+    assert told.endswith("; more than half of them must succeed") and "every branch" not in told

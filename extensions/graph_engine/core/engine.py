@@ -42,7 +42,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from . import control
 from .message import CallOutput, Match, allowed, domain_leaves_plan
-from .kinds import BRANCH_OUTCOMES, ENDINGS, RESTING
+from .kinds import BRANCH_OUTCOMES, ENDINGS, FAN_IN_POLICIES, RESTING
 from .model import Edge, Node, Plan
 from .state import (MAX_CONSUMED, MAX_CONTEXT_KEYS, MAX_GATE_JUMPS, branch_outcome, branch_state, emit, new_state,
                     push_path, record_shown, remember, shown_node)
@@ -691,15 +691,8 @@ MAX_ANSWER = 2_000  # characters of a branch agent's final answer kept in the pa
 
 
 def fan_in_passes(node: Node, outcomes: dict[str, str]) -> bool:
-    """Whether a fan-in routes on success, given each branch's outcome (kinds.FAN_IN_POLICIES)."""
-    won = sum(1 for o in outcomes.values() if o == "success")
-    if node.fan_in_policy == "any":
-        return won > 0
-    if node.fan_in_policy == "quorum":
-        return won >= max(1, node.quorum)
-    if node.fan_in_policy == "required":
-        return all(outcomes.get(b) == "success" for b in node.required)
-    return won == len(outcomes)
+    """Whether a fan-in routes on success, given each branch's outcome: its policy's row (kinds.FAN_IN_POLICIES)."""
+    return FAN_IN_POLICIES[node.fan_in_policy].met(outcomes, node.quorum, node.required)
 
 
 def _forks(run: Run, node: Node) -> bool:

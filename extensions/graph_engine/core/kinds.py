@@ -10,6 +10,7 @@ Pure data, no I/O; it reads only the controls' table (``control.CONTROLS``, besi
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable, Mapping
 
 from .control import CONTROLS
 
@@ -107,15 +108,27 @@ DEFAULT_CHECK = "any_output"
 
 @dataclass(frozen=True)
 class FanInPolicy:
+    """A fan-in policy is this row and nothing else: what the docs say, what the model is told, and the test."""
+
     name: str
     passes: str  # when the fan-in routes on success (Markdown, for the docs)
+    told: str  # what the model is told the branches must do: {q} the quorum, {r} the required branches' names
+    met: Callable[[Mapping[str, str], int, tuple[str, ...]], bool]  # (each branch's outcome, quorum, required)
+
+
+def _won(outcomes: Mapping[str, str]) -> int:
+    return sum(1 for o in outcomes.values() if o == "success")
 
 
 FAN_IN_POLICIES: dict[str, FanInPolicy] = {p.name: p for p in (
-    FanInPolicy("all", "every branch succeeded (the default)"),
-    FanInPolicy("any", "at least one branch succeeded"),
-    FanInPolicy("quorum", "at least `quorum` branches succeeded"),
-    FanInPolicy("required", "every branch named in `required` (by its first node's id) succeeded; the others may fail"),
+    FanInPolicy("all", "every branch succeeded (the default)", "every branch must succeed",
+                lambda outcomes, quorum, required: _won(outcomes) == len(outcomes)),
+    FanInPolicy("any", "at least one branch succeeded", "one branch succeeding is enough",
+                lambda outcomes, quorum, required: _won(outcomes) > 0),
+    FanInPolicy("quorum", "at least `quorum` branches succeeded", "at least {q} must succeed",
+                lambda outcomes, quorum, required: _won(outcomes) >= max(1, quorum)),
+    FanInPolicy("required", "every branch named in `required` (by its first node's id) succeeded; the others may fail",
+                "{r} must succeed", lambda outcomes, quorum, required: all(outcomes.get(b) == "success" for b in required)),
 )}
 DEFAULT_MAX_PARALLEL = 4  # branches run at once when the parallel node does not say (Attractor's default)
 BRANCH_OUTCOMES = ("success", "fail", "escalated", "expired", "stopped")  # how a branch ended

@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from ..core.control import CONTROLS
-from ..core.kinds import CHECKS
+from ..core.kinds import CHECKS, FAN_IN_POLICIES
 from ..core.model import Edge, Node, Plan
 from ..core.routing import resolve
 
@@ -403,8 +403,6 @@ def decision_note(plan: Plan, node: Node, edge: Edge) -> str:
 
 ANSWER_SHOWN = 300  # characters of a branch agent's answer shown to the parent's next step
 WAIT_COMMAND = 'echo "[waiting for the branches]"'
-POLICY_WORDS = {"all": "every branch must succeed", "any": "one branch succeeding is enough",
-                "quorum": "at least {q} must succeed", "required": "{r} must succeed"}
 
 
 def branch_name(plan: Plan, branch_id: str) -> str:
@@ -493,7 +491,7 @@ def fan_in_failure(plan: Plan, fan_in: Node, outcomes: dict[str, str]) -> str:
 
 
 def _policy(plan: Plan, fan_in: Node) -> str:
-    return POLICY_WORDS.get(fan_in.fan_in_policy, POLICY_WORDS["all"]).format(
+    return FAN_IN_POLICIES[fan_in.fan_in_policy].told.format(
         q=fan_in.quorum, r=" and ".join(f"'{branch_name(plan, r)}'" for r in fan_in.required))
 
 
