@@ -169,9 +169,10 @@ def test_pause_then_resume_pressed_while_the_model_works_judges_the_result_again
     assert verdicts(s)[-1] == ("test", "success")  # issued for 'Test the fix', which is current again
 
 
-def test_a_control_pressed_while_the_utility_model_answers_is_applied_when_it_has(monkeypatch):
-    """The hook call waits for the utility model (a close call): a control pressed meanwhile waits for that call,
-    which applies it when the answer comes, before it steps the pass."""
+def pressed_while_the_utility_model_answers(monkeypatch, kind: str) -> tuple[Session, pressed.Pressed, object]:
+    """At the test step, a message the local matching cannot settle: the hook call waits for the utility model,
+    and ``kind`` is pressed meanwhile (queued as the handler queues it, not yet answered); the control and the
+    pass's record."""
     s = at_test_step()
     found = []
     match_message = adapter.asking.match_message
@@ -182,35 +183,30 @@ def test_a_control_pressed_while_the_utility_model_answers_is_applied_when_it_ha
 
     async def ask(agent, question, timeout, log):
         await asyncio.sleep(0)
-        found.append(queued(s, "skip"))  # pressed while the hook call waits
+        found.append(queued(s, kind))  # pressed while the hook call waits
         assert not found[0].answer.done()
         return None
     monkeypatch.setattr(adapter.asking, "match_message", a_close_call)
     monkeypatch.setattr(adapter.asking, "ask", ask)
     s.user("could you also look at the logging while you are at it")
-    s.run_pass(Reply(final="ok"))
-    assert found and found[0].answer.result()["status"] == "applied"
+    record = s.run_pass(Reply(final="ok"))
+    assert found
+    return s, found[0], record
+
+
+def test_a_control_pressed_while_the_utility_model_answers_is_applied_when_it_has(monkeypatch):
+    """The hook call waits for the utility model (a close call): a control pressed meanwhile waits for that call,
+    which applies it when the answer comes, before it steps the pass."""
+    s, p, _ = pressed_while_the_utility_model_answers(monkeypatch, "skip")
+    assert p.answer.result()["status"] == "applied"
     assert s.state["current_node"] == "verify_no_regression"
 
 
 def test_stop_pressed_while_the_utility_model_answers_is_told_to_the_call_of_that_pass(monkeypatch):
     """Stop pressed while the hook call waits for the utility model ends the run when the answer comes, and the
     model call that pass prepares is told, not a later one."""
-    s = at_test_step()
-    match_message = adapter.asking.match_message
-
-    def a_close_call(*args, **kwargs):
-        match, _ = match_message(*args, **kwargs)
-        return match, "a question for the utility model"
-
-    async def ask(agent, question, timeout, log):
-        await asyncio.sleep(0)
-        queued(s, "stop")
-        return None
-    monkeypatch.setattr(adapter.asking, "match_message", a_close_call)
-    monkeypatch.setattr(adapter.asking, "ask", ask)
-    s.user("could you also look at the logging while you are at it")
-    record = s.run_pass(Reply(final="ok"))
+    s, p, record = pressed_while_the_utility_model_answers(monkeypatch, "stop")
+    assert p.answer.result()["status"] == "applied"
     assert s.state is None and s.agent._htn_last_run["status"] == "stopped"
     assert told(record).startswith("[WORKFLOW STOPPED by the user: Bug Fix Workflow]")
     s.user("and now?")
