@@ -26,6 +26,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -51,6 +52,28 @@ def terminal(code: str, headline: str = "") -> str:
 
 def respond(text: str) -> str:
     return reply("response", "Answer", text=text)
+
+
+CHAIN = ("prepare", "lint_1", "lint_2", "lint_3", "report")  # the lint chain's steps, in order
+CHAIN_NAMES = {n: n.replace("_", " ").title() for n in CHAIN}
+
+
+def lint_chain_library(path: Path, hint: Callable[[str], str], max_retries: int) -> dict:
+    """Writes a library of one plan, "Lint Chain": the steps of CHAIN in a row, each checked by its exit status,
+    its command ``hint(step)``; the environment that makes Agent-Zero's pack read it."""
+    nodes = {"start": {"type": "start"}, "done": {"type": "exit"},
+             "stuck": {"type": "escalate", "reason": "a step failed"}}
+    for n in CHAIN:
+        nodes[n] = {"type": "task", "name": CHAIN_NAMES[n], "action": f"Run {n}", "tool": "code_execution_tool",
+                    "tool_hint": hint(n), "verify": {"type": "exit_code_zero"}, "max_retries": max_retries}
+    order = ["start", *CHAIN, "done"]
+    edges = [{"from": a, "to": b, "condition": "on_success" if a in CHAIN else "always"}
+             for a, b in zip(order, order[1:])]
+    edges += [{"from": n, "to": "stuck", "condition": "on_exhaust"} for n in CHAIN]
+    plan = {"name": "Lint Chain", "triggers": ["run the lint chain"], "trigger_threshold": 1,
+            "graph": {"start": "start", "nodes": nodes, "edges": edges}}
+    path.write_text(json.dumps({"_meta": {"version": "2.0"}, "plans": {"lint_chain": plan}}))
+    return {"GRAPH_ENGINE_LIBRARY": str(path)}
 
 
 @dataclass

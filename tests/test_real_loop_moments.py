@@ -17,12 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from a0real import A0Copy, respond, terminal
+from a0real import CHAIN, CHAIN_NAMES, A0Copy, lint_chain_library, respond, terminal
 from test_real_loop import WARM_UP
 
 QUESTION = "also, which python version is installed?"
-STEPS = ("prepare", "lint_1", "lint_2", "lint_3", "report")
-NAMES = {n: n.replace("_", " ").title() for n in STEPS}
+STEPS, NAMES = CHAIN, CHAIN_NAMES
 SAY_AT = 2  # the workflow's pass whose step is lint_2 (pass 0 shows prepare)
 EXTENSION = '''
 import json, os, threading
@@ -63,20 +62,7 @@ MOMENTS = ("before_prompt", "after_hooks", "during_call", "after_call", "during_
 
 def library(tree: A0Copy) -> dict:
     """Five steps in a row, each checked by its exit status alone."""
-    nodes = {"start": {"type": "start"}, "done": {"type": "exit"},
-             "stuck": {"type": "escalate", "reason": "a step failed"}}
-    for n in STEPS:
-        nodes[n] = {"type": "task", "name": NAMES[n], "action": f"Run {n}", "tool": "code_execution_tool",
-                    "tool_hint": f"echo done:{n}", "verify": {"type": "exit_code_zero"}, "max_retries": 1}
-    order = ["start", *STEPS, "done"]
-    edges = [{"from": a, "to": b, "condition": "on_success" if a in STEPS else "always"}
-             for a, b in zip(order, order[1:])]
-    edges += [{"from": n, "to": "stuck", "condition": "on_exhaust"} for n in STEPS]
-    plan = {"name": "Lint Chain", "triggers": ["run the lint chain"], "trigger_threshold": 1,
-            "graph": {"start": "start", "nodes": nodes, "edges": edges}}
-    path = tree.root.parent / "moments_library.json"
-    path.write_text(json.dumps({"_meta": {"version": "2.0"}, "plans": {"lint_chain": plan}}))
-    return {"GRAPH_ENGINE_LIBRARY": str(path)}
+    return lint_chain_library(tree.root.parent / "moments_library.json", lambda n: f"echo done:{n}", max_retries=1)
 
 
 def by_step(sleep: float) -> dict:

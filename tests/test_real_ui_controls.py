@@ -19,12 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from a0real import respond, terminal
+from a0real import CHAIN, CHAIN_NAMES, lint_chain_library, respond, terminal
 from test_real_ui import (UI, audit_events, browser, component, form, open_chat, pytestmark, send,  # noqa: F401
                           shot, tree, wait_for, FORM, SHOTS)
 
-STEPS = ("prepare", "lint_1", "lint_2", "lint_3", "report")
-NAMES = {n: n.replace("_", " ").title() for n in STEPS}
+STEPS, NAMES = CHAIN, CHAIN_NAMES
 DRAFT = "and when that is done, could you also"
 AT_ONCE = 3.0  # seconds within which the page shows a control's change (Agent-Zero pushes its log's changes)
 
@@ -37,20 +36,7 @@ def plugin_form_only(form):
 
 def chain_library(tmp_path: Path, folder: Path) -> dict:
     """Five steps in a row, each checked by its exit status; lint_3 fails its first attempt (so Retry applies)."""
-    nodes = {"start": {"type": "start"}, "done": {"type": "exit"},
-             "stuck": {"type": "escalate", "reason": "a step failed"}}
-    for n in STEPS:
-        nodes[n] = {"type": "task", "name": NAMES[n], "action": f"Run {n}", "tool": "code_execution_tool",
-                    "tool_hint": f"sh {folder}/{n}.sh", "verify": {"type": "exit_code_zero"}, "max_retries": 2}
-    order = ["start", *STEPS, "done"]
-    edges = [{"from": a, "to": b, "condition": "on_success" if a in STEPS else "always"}
-             for a, b in zip(order, order[1:])]
-    edges += [{"from": n, "to": "stuck", "condition": "on_exhaust"} for n in STEPS]
-    plan = {"name": "Lint Chain", "triggers": ["run the lint chain"], "trigger_threshold": 1,
-            "graph": {"start": "start", "nodes": nodes, "edges": edges}}
-    path = tmp_path / "chain_library.json"
-    path.write_text(json.dumps({"_meta": {"version": "2.0"}, "plans": {"lint_chain": plan}}))
-    return {"GRAPH_ENGINE_LIBRARY": str(path)}
+    return lint_chain_library(tmp_path / "chain_library.json", lambda n: f"sh {folder}/{n}.sh", max_retries=2)
 
 
 def chain_project(tree, sleep: float) -> Path:
