@@ -158,6 +158,17 @@ def component(page) -> dict:
     }""")
 
 
+def until(check, what: str, timeout: float = 90):
+    """The value of ``check()`` once it is true (looked at every 0.1 s), or a failure naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"never: {what}")
+
+
 def wait_for(page, check, what: str, timeout: float = 90):
     deadline = time.monotonic() + timeout
     seen = None

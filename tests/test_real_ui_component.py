@@ -22,7 +22,7 @@ import pytest
 
 from a0real import respond, terminal
 from test_real_ui import (CALC, TEST, UI, audit_events, browser, component, form, open_chat, project,  # noqa: F401
-                          pytestmark, send, shot, tree, wait_for, FORM, SHOTS)
+                          pytestmark, send, shot, tree, until, wait_for, FORM, SHOTS)
 
 PLUGIN = "graph_workflow_engine"
 GEOMETRY = """(args) => {
@@ -97,16 +97,6 @@ def assert_clear(g: dict) -> None:
 
 def bug_report(page, project) -> None:
     send(page, f"fix the bug in {project}/calc.py: divide(1, 0) crashes with ZeroDivisionError")
-
-
-def until(check, what: str, timeout: float = 60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"never: {what}")
 
 
 # ── the graph at a glance ──────────────────────────────────────────────────────────────────────────────────

@@ -21,7 +21,7 @@ import pytest
 
 from a0real import CHAIN, CHAIN_NAMES, lint_chain_library, respond, terminal
 from test_real_ui import (UI, audit_events, browser, component, form, open_chat, pytestmark, send,  # noqa: F401
-                          shot, tree, wait_for, FORM, SHOTS)
+                          shot, tree, until, wait_for, FORM, SHOTS)
 
 STEPS, NAMES = CHAIN, CHAIN_NAMES
 DRAFT = "and when that is done, could you also"
@@ -81,16 +81,6 @@ def judged(ui: UI) -> list[dict]:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return []
-
-
-def until(check, what: str, timeout: float = 90):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"never: {what}")
 
 
 def at_work(page, ui: UI, node: str, moment: str, moved: bool = False, timeout: float = 120) -> None:
