@@ -110,11 +110,57 @@ def test_a_node_kind_is_read_from_its_row_everywhere(kind):
     assert routing.route_kind(kind.name) == kind.route
     assert dot_plan.SHAPE_OF[kind.name] == kind.dot_shape
     assert dot_spec.HANDLER_TO_NODE[kind.name] == kind.name
-    assert (kind.name in lint.PASS_THROUGH) == (not kind.rests and not kind.terminal)
-    assert (kind.name in lint.TERMINAL) == kind.terminal
+    assert (kind.name in kinds.PASS_THROUGH) == (not kind.rests and not kind.terminal) == kind.passes
+    assert (kind.name in kinds.TERMINAL) == kind.terminal == (kind.ends in kinds.RUN_STATUSES)
     shape = kind.dot_shape if kind.dot_shape in dot_spec.SHAPES else None
     if shape:  # an Attractor shape reads back as this kind
         assert dot_spec.HANDLER_TO_NODE[dot_spec.SHAPES[shape]] == kind.name
+
+
+def test_every_node_kind_has_its_settle_handler_and_every_handler_a_kind():
+    """What a node does when the run reaches it is looked up from its kind: a row without behaviour fails here."""
+    assert set(engine.SETTLE) == set(kinds.NODE_KINDS)
+    assert all(callable(handler) for handler in engine.SETTLE.values())
+
+
+def test_a_resting_kind_is_where_settling_stops_and_only_there():
+    assert {k for k, handler in engine.SETTLE.items() if handler is engine._rest} == set(kinds.RESTING)
+
+
+def test_the_kinds_flags_name_one_kind_each_where_the_engine_needs_one():
+    """The flags that stand for a kind's own behaviour are each held by exactly one row today."""
+    for flag in ("judged", "asks", "forks", "joins", "begins", "decides"):
+        assert len([k for k in kinds.NODE_KINDS.values() if getattr(k, flag)]) == 1, flag
+    assert sorted(k.ends for k in kinds.NODE_KINDS.values() if k.ends) == ["completed", "escalated"]
+
+
+def _kind_tests(tree):
+    """Comparisons of a node's type (``x.type``, ``ntype``) with a kind's name or a kinds set."""
+    names = set(kinds.NODE_KINDS)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        left = node.left
+        typed = (isinstance(left, ast.Attribute) and left.attr == "type") or \
+            (isinstance(left, ast.Name) and left.id == "ntype")
+        for right in node.comparators if typed else ():
+            consts = right.elts if isinstance(right, (ast.Tuple, ast.List, ast.Set)) else [right]
+            if any(isinstance(c, ast.Constant) and c.value in names for c in consts) or \
+                    (isinstance(right, ast.Name) and right.id in ("RESTING", "TERMINAL", "PASS_THROUGH")):
+                yield node.lineno
+
+
+def test_no_module_tests_a_node_kind_by_its_name():
+    """What a kind does is read from its row (node.kind.<flag>, engine.SETTLE), not from a chain of type tests."""
+    found = [f"{path.relative_to(PACKAGE)}:{line}" for path in sorted(PACKAGE.rglob("*.py"))
+             if path.name != "kinds.py" for line in _kind_tests(ast.parse(path.read_text()))]
+    assert found == []
+
+
+def test_the_chain_finder_sees_a_chain():
+    tree = ast.parse('if node.type == "task" or n.type in ("human", "exit") or ntype != "fan_in":\n    pass\n'
+                     'if node.type in RESTING or check.type == "file_exists":\n    pass\n')
+    assert list(_kind_tests(tree)) == [1, 1, 1, 3]
 
 
 def test_a_task_node_without_max_retries_gets_the_kinds_default(monkeypatch):

@@ -19,7 +19,7 @@ from decimal import Decimal
 from typing import Any
 
 from .dot import DotGraph, Duration, Value, parse
-from ..core.kinds import NODE_KINDS
+from ..core.kinds import NODE_KINDS, node_kind
 from .lint import Diagnostic
 from ..core.routing import condition_problem
 from .dot_spec import HANDLER_TO_NODE, SHAPES, handler_type, lint_graph, node_type, roles, view
@@ -95,10 +95,11 @@ def _node(attrs: dict[str, Value], ntype: str, htype: str, default_retries: Valu
           ids: set[str]) -> dict:
     """One node's plan fields from its transformed attributes (label defaulted, $goal expanded, styled)."""
     node: dict[str, Any] = {"type": ntype}
+    kind = node_kind(ntype)
     if "label" in attrs:
         node["name"] = str(attrs["label"])
     prompt = attrs.get("prompt")
-    if ntype == "task":
+    if kind.judged:
         node["action"] = str(prompt if prompt is not None else attrs.get("label", ""))
         if htype == "tool" and "tool" not in attrs:
             node["tool"] = "code_execution_tool"
@@ -108,28 +109,28 @@ def _node(attrs: dict[str, Value], ntype: str, htype: str, default_retries: Valu
     for key in ("retry_target", "fallback_retry_target"):
         if key in attrs and str(attrs[key]) in ids:  # one that names no node is kept under _attractor
             node[key] = str(attrs[key])
-    if ntype == "human" and prompt is not None:
+    if kind.asks and prompt is not None:
         node["description"] = str(prompt)
     if "human.default_choice" in attrs:
         node["default_choice"] = str(attrs["human.default_choice"])
-    if ntype == "human" and hasattr(attrs.get("timeout"), "ms"):  # Attractor's wait.human timeout
+    if kind.asks and hasattr(attrs.get("timeout"), "ms"):  # Attractor's wait.human timeout
         node["timeout"] = attrs["timeout"].ms / 1000
-    if ntype == "human" and "human.timeout_turns" in attrs:
+    if kind.asks and "human.timeout_turns" in attrs:
         node["timeout_turns"] = attrs["human.timeout_turns"]
     for key in ("continue_on_fail", "goal_gate", "allow_partial"):
         if key in attrs:
             node[key] = attrs[key]
-    if ntype == "parallel":
+    if kind.forks:
         for key in ("max_parallel", "sequential"):
             if key in attrs:
                 node[key] = attrs[key]
-    if ntype == "fan_in":
+    if kind.joins:
         for key in ("fan_in_policy", "quorum"):
             if key in attrs:
                 node[key] = attrs[key] if key == "quorum" else str(attrs[key])
         if "required" in attrs:
             node["required"] = [r.strip() for r in str(attrs["required"]).split(",") if r.strip()]
-    retries = attrs.get("max_retries", default_retries if ntype == "task" else None)
+    retries = attrs.get("max_retries", default_retries if kind.judged else None)
     if retries is not None:
         node["max_retries"] = retries
     verify = {k.split(".", 1)[1]: _plain(v) for k, v in attrs.items() if k.startswith("verify.")}
@@ -241,7 +242,7 @@ def to_dot(plan_id: str, raw: dict[str, Any], highlight: dict[str, Any] | None =
             pairs.append(("type", ntype))
         if "name" in node:
             pairs.append(("label", node["name"]))
-        if ntype == "task":
+        if NODE_KINDS[ntype].judged:
             pairs.append(("prompt", node.get("action", "")))  # an empty prompt stays empty on re-import
         for key in ("tool", "tool_hint", "description", "reason", "pace_level", "max_retries", "continue_on_fail",
                     "goal_gate", "allow_partial", "retry_target", "fallback_retry_target", "max_parallel", "sequential",

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .dot import DotGraph, DotNode, Value
-from ..core.kinds import NODE_TYPES
+from ..core.kinds import NODE_KINDS, NODE_TYPES
 from .lint import Diagnostic
 from ..core.routing import condition_problem, reachable
 
@@ -311,7 +311,7 @@ def _node_rules(g: DotGraph, pid: str) -> list[Diagnostic]:
                 n.attrs.get(k) or g.attrs.get(k) for k in ("retry_target", "fallback_retry_target")):
             found.append(_d("goal_gate_has_retry", "warning", pid, "goal gate without a retry target: an exit "
                             "reached before it passes ends the run as failed", "add retry_target=...", n, node=nid))
-        if htype != "exit" and node_type(htype) != "escalate" and nid not in sources:
+        if not NODE_KINDS[node_type(htype)].terminal and nid not in sources:
             found.append(_d("dead_end", "error", pid, f"'{nid}' is not an exit and no edge leaves it: a run that "
                             "gets there stalls", f"add an edge from {nid} to the next node or the exit", n,
                             node=nid))

@@ -23,7 +23,6 @@ import unicodedata
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping
 
-from ..core.kinds import PASS_THROUGH, TERMINAL
 from ..core.model import Edge, Node, Plan
 from ..core.patterns import repeat_chain
 from ..core.routing import (MAX_PASS_THROUGH, STATUS_OF, _outcome_clauses_hold, condition_problem, possible_edges, reachable,
@@ -140,7 +139,7 @@ def route_gap(plan: Plan, node: Node, outcome: str) -> str:
                    for e in plan.out_edges.get(node.id, ()))
         return "" if sure else route_gap(plan, node, "success")
     edges, stay = possible_edges(plan, node, outcome)
-    if stay or node.type in ("parallel", "fan_in", "human"):
+    if stay or node.kind.forks or node.kind.joins or node.kind.asks:  # branches, a policy or an answer route them
         return ""
     status = STATUS_OF[outcome]
     if not edges:
@@ -168,7 +167,7 @@ def reached(plan: Plan) -> list[tuple[str, str, str | None]]:
 
     def walk(nid: str, outcome: str, origin: str | None, depth: int = 0) -> None:
         node = plan.nodes[nid]
-        if node.type not in PASS_THROUGH or (nid, outcome) in seen or depth > MAX_PASS_THROUGH:
+        if not node.kind.passes or (nid, outcome) in seen or depth > MAX_PASS_THROUGH:
             return
         seen.add((nid, outcome))
         out.append((nid, outcome, origin))
@@ -177,7 +176,7 @@ def reached(plan: Plan) -> list[tuple[str, str, str | None]]:
 
     walk(plan.start, "success", None)
     for node in plan.nodes.values():
-        if node.type != "task":
+        if not node.kind.judged:
             continue
         outcomes = ["success"] + (["retry"] if can_fail(node) and node.max_retries > 0 else []) + \
             ([("partial" if node.allow_partial else "exhausted")] if can_fail(node) else [])
@@ -195,7 +194,7 @@ def _stall_rules(plan: Plan) -> list[Diagnostic]:
         node = plan.nodes[nid]
         if not plan.out_edges.get(nid):
             continue  # no edge at all: dead_end says it
-        if node.type == "task" and not possible_edges(plan, node, outcome)[0]:
+        if node.kind.judged and not possible_edges(plan, node, outcome)[0]:
             continue  # no edge for it: failure_unrouted / dead_end say it at the task (or it stays: no gap)
         why = route_gap(plan, node, outcome)
         if not why:
@@ -208,14 +207,14 @@ def _stall_rules(plan: Plan) -> list[Diagnostic]:
 
 
 def can_fail(node: Node) -> bool:
-    return node.type == "task" and node.verify is not None
+    return node.kind.judged and node.verify is not None
 
 
 def transitions(plan: Plan) -> dict[str, dict[str, tuple[str | None, ...]]]:
     """Per task node: outcome -> the task, human gate or terminal nodes it may lead to (None = a stall)."""
     table: dict[str, dict[str, tuple[str | None, ...]]] = {}
     for node in plan.nodes.values():
-        if node.type != "task":
+        if not node.kind.judged:
             continue
         outs = {"success": resolve(plan, node.id, "success")}
         if can_fail(node):
@@ -299,7 +298,7 @@ def lint_plan(plan: Plan) -> PlanReport:
                           "on_exhaust edge out of it", node=members[0]))
     if cycles:
         worst = None
-    elif any(n.type == "parallel" for n in plan.nodes.values()):
+    elif any(n.kind.forks for n in plan.nodes.values()):
         worst = plan.max_turns  # branches run one after another; the turn ceiling is the bound that holds
     else:
         worst = _worst_case(plan, table)
@@ -325,24 +324,24 @@ def _pattern_rules(plan: Plan) -> list[Diagnostic]:
 
 def _shape_rules(plan: Plan) -> list[Diagnostic]:
     pid, found = plan.id, []
-    starts = [n.id for n in plan.nodes.values() if n.type == "start"]
+    starts = [n.id for n in plan.nodes.values() if n.kind.begins]
     if len(starts) > 1 or (starts and starts[0] != plan.start):
         found.append(diag("start_node", pid, f"start nodes {starts}, graph.start is '{plan.start}'",
                           "keep one node of type start and name it in graph.start", node=plan.start))
     for e in plan.edges:
-        if e.dst == plan.start and plan.nodes[plan.start].type == "start":
+        if e.dst == plan.start and plan.nodes[plan.start].kind.begins:
             found.append(diag("start_no_incoming", pid, "an edge leads into the start node",
                               "point the edge at the first task instead", edge=e, index=_index(plan, e)))
-    if not any(n.type == "exit" for n in plan.nodes.values()):
+    if not any(n.kind.ends == "completed" for n in plan.nodes.values()):
         found.append(diag("terminal_node", pid, "no exit node", 'add a node of type "exit" and an edge to it'))
     reachable = _reachable(plan)
     for node in plan.nodes.values():
         outs = plan.out_edges.get(node.id, ())
-        if node.type in TERMINAL:
+        if node.kind.terminal:
             for e in outs:
                 found.append(diag("exit_no_outgoing", pid, f"{node.type} node has an outgoing edge",
                                   "remove the edge", node=node.id, edge=e, index=_index(plan, e)))
-            if node.type == "escalate" and not node.reason.strip():
+            if node.kind.ends == "escalated" and not node.reason.strip():
                 found.append(diag("escalate_reason", pid, "escalate node has no reason",
                                   "add a 'reason' saying what went wrong", node=node.id))
         elif not outs:
@@ -352,7 +351,7 @@ def _shape_rules(plan: Plan) -> list[Diagnostic]:
             found.append(diag("reachability", pid, "no path from the start node reaches it",
                               "add an edge to it or remove the node", node=node.id))
         seen: set[tuple[str, str, float]] = set()
-        for e in outs if node.type != "parallel" else ():  # a parallel node's edges are its branches
+        for e in outs if not node.kind.forks else ():  # a parallel node's edges are its branches
             key = (e.condition, e.label if e.condition == "always" else "", e.weight)
             if key in seen:
                 found.append(diag("duplicate_condition", pid, f"second '{e.condition}' edge from the node with the "
@@ -360,7 +359,7 @@ def _shape_rules(plan: Plan) -> list[Diagnostic]:
                                   "merge the edges or give one another condition (or weight, or label)",
                                   node=node.id, edge=e, index=_index(plan, e)))
             seen.add(key)
-        if node.type == "parallel":
+        if node.kind.forks:
             fan_in = plan.fan_in_of.get(node.id)
             found.append(diag("parallel_branches", pid, f"branches {', '.join(e.dst for e in outs)} " + (
                 f"meet at '{fan_in}': each runs in a subordinate agent, at most {node.max_parallel} at once "
@@ -368,10 +367,10 @@ def _shape_rules(plan: Plan) -> list[Diagnostic]:
                 "meet at no fan_in node: they run one after another, in the order listed, in the run's own chat"),
                 "none needed" if fan_in else "add a fan_in node every branch reaches, to run them at once",
                 node=node.id))
-        if node.type == "human" and any(not e.label for e in outs):
+        if node.kind.asks and any(not e.label for e in outs):
             found.append(diag("human_options", pid, "a human gate's edge has no label, so the user cannot choose it",
                               'label every option, e.g. "[A] Approve"', node=node.id))
-        if node.type == "decision":
+        if node.kind.decides:
             ok_edges = {(e.dst, e.condition) for e in possible_edges(plan, node, "success")[0]}
             bad_edges = {(e.dst, e.condition) for e in possible_edges(plan, node, "exhausted")[0]}
             if not ok_edges or not bad_edges or ok_edges == bad_edges:

@@ -136,11 +136,11 @@ def picture(plan_id: str, raw: Mapping[str, Any], highlight: dict[str, Any] | No
         label = [node.get("name", nid)]
         kind = node_kind(ntype)
         attrs = [f"shape={kind.picture}", f'fillcolor="{kind.fill}"']
-        if ntype == "exit":
+        if kind.ends == "completed":
             attrs += ['style="filled,rounded"', "peripheries=2"]
-        if ntype == "task" and node.get("max_retries", kind.retries):
+        if kind.judged and node.get("max_retries", kind.retries):
             label.append(f"up to {node.get('max_retries', kind.retries) + 1} attempts")
-        if ntype == "escalate":
+        if kind.ends == "escalated":
             label.append(f"PACE {node.get('pace_level', 'contingent')}")
         if nid in visits:
             label.append(f"× {visits[nid]}")

@@ -42,7 +42,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from . import control
 from .message import CallOutput, Match, allowed, domain_leaves_plan
-from .kinds import BRANCH_OUTCOMES, ENDINGS, FAN_IN_POLICIES, RESTING
+from .kinds import BRANCH_OUTCOMES, ENDINGS, FAN_IN_POLICIES
 from .model import Edge, Node, Plan
 from .state import (MAX_CONSUMED, MAX_CONTEXT_KEYS, MAX_GATE_JUMPS, branch_outcome, branch_state, emit, new_state,
                     push_path, record_shown, remember, shown_node)
@@ -344,9 +344,9 @@ def _judge(run: Run, obs: Observation, key: str) -> None:
     remember(s, "consumed", key, MAX_CONSUMED)
     node = run.node
     shown = shown_node(s, key)
-    if shown != node.id or node.type != "task":  # that call was not shown this node: not evidence
+    if shown != node.id or not node.kind.judged:  # that call was not shown this node: not evidence
         was = run.plan.nodes.get(shown) if shown else None
-        if was is not None and was.type == "task":  # it was shown a step the run has left since (a control moved it)
+        if was is not None and was.kind.judged:  # it was shown a step the run has left since (a control moved it)
             emit(s, "evidence_ignored", node=shown, tool=out.tool,
                  reason=f"issued for '{shown}'; the run has moved to '{node.id}' since")
         return
@@ -519,7 +519,8 @@ def _follow(run: Run, edge: Edge) -> None:
 
 def _settle(run: Run) -> None:
     """Pass through start, checkpoint and decision nodes until a task, a human gate or a terminal node; a branch's
-    own run ends at its fan-in, and a parallel node forks when the host runs branches at once."""
+    own run ends at its fan-in, and a parallel node forks when the host runs branches at once.  What a node does
+    when the run reaches it is its kind's handler in ``SETTLE``."""
     stop = (run.state.get("branch") or {}).get("fan_in")
     for _ in range(MAX_SETTLE_STEPS):
         node = run.node
@@ -527,51 +528,74 @@ def _settle(run: Run) -> None:
             failed = run.state.get("last_outcome") in ("retry", "exhausted")
             _branch_end(run, "fail" if failed else "success", run.state.get("last_failure", "") if failed else "")
             return
-        if node.type in RESTING:
+        if not SETTLE[node.type](run, node):
             return
-        if node.type == "parallel" and _forks(run, node):
-            _fork(run, node)
-            return
-        if node.type == "exit" and run.state.get("branch"):
-            _branch_end(run, "success", f"the branch reached the exit '{node.name}'")
-            return
-        if node.type == "exit":
-            if _goal_gates_hold(run, node):
-                _complete(run, node)
-            if run.fx.ended or run.node.type in RESTING:
-                return
-            continue
-        if node.type == "escalate":
-            _escalate(run, node)
-            return
-        edge = _pass_through_edge(run, node)
-        if edge is None:
-            _stall(run, node, run.state.get("last_outcome") or "success", "pass-through node without a route")
-            return
-        _follow(run, edge)
-        if node.type == "decision":
-            run.state["route_note"] = run.fx.texts.decision_note(run.plan, node, edge)
     _stall(run, run.node, "loop", f"more than {MAX_SETTLE_STEPS} pass-through nodes in a row")
 
 
-def _pass_through_edge(run: Run, node: Node) -> Edge | None:
+def _move(run: Run, node: Node, edge: Edge | None) -> bool:
+    """Follow the edge a pass-through node chose (True: settle on), or stall there when it chose none."""
+    if edge is None:
+        _stall(run, node, run.state.get("last_outcome") or "success", "pass-through node without a route")
+        return False
+    _follow(run, edge)
+    return True
+
+
+def _rest(run: Run, node: Node) -> bool:
+    """A task or a human gate: the run waits there for a result or an answer."""
+    return False
+
+
+def _pass_on(run: Run, node: Node) -> bool:
+    edge, _, _ = select_edge(run.plan, node.id, {"status": "success"}, run.state.get("context", {}), "pass",
+                             explain=False)
+    return _move(run, node, edge)
+
+
+def _record_checkpoint(run: Run, node: Node) -> bool:
+    run.state["checkpoint"] = node.id
+    emit(run.state, "checkpoint_reached", node=node.id, name=node.name)
+    return _pass_on(run, node)
+
+
+def _decide(run: Run, node: Node) -> bool:
     s = run.state
-    if node.type == "parallel":
-        return _start_branches(run, node)
-    if node.type == "fan_in":
-        return _next_branch(run, node)
-    if node.type == "checkpoint":
-        s["checkpoint"] = node.id
-        emit(s, "checkpoint_reached", node=node.id, name=node.name)
-    if node.type != "decision":
-        edge, _, _ = select_edge(run.plan, node.id, {"status": "success"}, s.get("context", {}), "pass",
-                                 explain=False)
-        return edge
     last = s.get("last_outcome") or "success"
     outcome = dict(s.get("outcome") or {}, status=STATUS_OF.get(last, "success"))
     emit(s, "decision_routed", node=node.id, outcome=last)
     edge, _, _ = select_edge(run.plan, node.id, outcome, s.get("context", {}), "decision", explain=False)
-    return edge
+    if not _move(run, node, edge):
+        return False
+    s["route_note"] = run.fx.texts.decision_note(run.plan, node, edge)
+    return True
+
+
+def _branch_out(run: Run, node: Node) -> bool:
+    """A parallel node: fork when the host runs branches at once, else the branches one after another."""
+    if _forks(run, node):
+        _fork(run, node)
+        return False
+    return _move(run, node, _start_branches(run, node))
+
+
+def _meet(run: Run, node: Node) -> bool:
+    return _move(run, node, _next_branch(run, node))
+
+
+def _reach_exit(run: Run, node: Node) -> bool:
+    """An exit: a branch's own run ends there; the run completes when its goal gates hold (else it goes back)."""
+    if run.state.get("branch"):
+        _branch_end(run, "success", f"the branch reached the exit '{node.name}'")
+        return False
+    if _goal_gates_hold(run, node):
+        _complete(run, node)
+    return not (run.fx.ended or run.node.kind.rests)
+
+
+def _reach_escalation(run: Run, node: Node) -> bool:
+    _escalate(run, node)
+    return False
 
 
 # ── human gates ─────────────────────────────────────────────────────────────
@@ -850,7 +874,7 @@ def _absorb(run: Run, sub: Any) -> None:
     s, plan = run.state, run.plan
     for nid, entry in (sub.get("visited") or {}).items():
         node = plan.nodes.get(nid)
-        if node is None or node.type != "task" or entry.get("attempts", 0) == 0:
+        if node is None or not node.kind.judged or entry.get("attempts", 0) == 0:
             continue
         mine = s["visited"].setdefault(nid, {"outcome": "pending", "attempts": 0, "failures": 0})
         mine["outcome"], mine["attempts"] = entry.get("outcome", "pending"), max(mine["attempts"], 1)
@@ -983,7 +1007,7 @@ def decide(plans: Iterable[Plan], run: Run | None, obs: Observation) -> Decision
     """The rules of a new message.  With the domain unknown (the companion, or an intervention) only what the
     trigger phrases decide on their own is decided; the rest waits for the selector, which knows the domain."""
     text, known = obs.user_message, obs.domain_known
-    human = run is not None and run.node.type == "human"
+    human = run is not None and run.node.kind.asks
     if human and match_answer(run.plan, run.node, text) is not None:
         return Decision("answer")
     if run is not None and not human and (obs.continuation or answers_question(obs)):
@@ -1064,7 +1088,7 @@ def _confirm(plans: Iterable[Plan], run: Run, obs: Observation, fx: Effects, sta
         _withdraw(run, why)
     elif full is not None:
         _end(run, "ENDED", f"the new message matches plan '{full.plan.name}'")
-    elif run.node.type != "human" and not answers_question(obs) and domain_leaves_plan(run.plan, obs.domain):
+    elif not run.node.kind.asks and not answers_question(obs) and domain_leaves_plan(run.plan, obs.domain):
         _end(run, "ENDED", f"the new message is about '{obs.domain}', which this plan does not cover")
     else:
         return run
@@ -1226,11 +1250,11 @@ def _resume_paused(run: Run, ctl: control.Control) -> bool:
 
 def _skip(run: Run, ctl: control.Control) -> bool:
     s, node = run.state, run.node
-    if node.type == "parallel":
+    if node.kind.forks:
         _answer(run, run.fx, run.fx.texts.control_line(f"'{node.name}' runs its branches in subordinate agents and "
                                                        "cannot be skipped; say \"stop the workflow\" to stop them all."))
         return True
-    if node.type == "human":
+    if node.kind.asks:
         edge = match_answer(run.plan, node, node.default_choice) if node.default_choice else None
         if edge is None:
             _answer(run, run.fx, run.fx.texts.control_line(f"'{node.name}' is a question for the user and has no default "
@@ -1265,12 +1289,12 @@ def _skip(run: Run, ctl: control.Control) -> bool:
 def _back(run: Run, ctl: control.Control) -> bool:
     plan, s = run.plan, run.state
     if ctl.node:  # a step pressed in the web UI: named by its id
-        found = [ctl.node] if ctl.node in plan.nodes and plan.nodes[ctl.node].type in RESTING else []
+        found = [ctl.node] if ctl.node in plan.nodes and plan.nodes[ctl.node].kind.rests else []
     elif ctl.target:
         found = control.find_steps(plan, ctl.target)
     else:  # "go back": the step before the current one
         found = [n for n in reversed(s.get("path", [])) if n != s["current_node"]
-                 and plan.nodes[n].type in RESTING][:1]
+                 and plan.nodes[n].kind.rests][:1]
     if len(found) != 1:
         if not found and not ctl.explicit and ctl.target:
             return False  # "redo the dishes": names no step, not said as one
@@ -1330,8 +1354,8 @@ def _reopen(run: Run, target: str) -> list[str]:
 
 def _retry(run: Run, ctl: control.Control) -> bool:
     s, node = run.state, run.node
-    if node.type != "task":
-        what = "runs its branches in subordinate agents" if node.type == "parallel" else "is a question for the user"
+    if not node.kind.judged:
+        what = "runs its branches in subordinate agents" if node.kind.forks else "is a question for the user"
         _answer(run, run.fx, run.fx.texts.control_line(f"'{node.name}' {what}; it has no attempts to give back."))
         return True
     given = s.setdefault("attempts_restored", [])
@@ -1425,7 +1449,7 @@ def _gate_timeout(run: Run, obs: Observation) -> None:
     such; a gate without one escalates.  (Checked when a pass comes: Agent-Zero runs no pass on its own.)"""
     s, node = run.state, run.node
     gate = s.get("gate")
-    if node.type != "human" or s.get("paused") or not gate or gate.get("node") != node.id:
+    if not node.kind.asks or s.get("paused") or not gate or gate.get("node") != node.id:
         return
     turns, seconds = s["turn"] - gate["turn"], obs.now - gate["at"] if obs.now and gate["at"] else 0.0
     if node.timeout_turns and turns >= node.timeout_turns:
@@ -1450,7 +1474,7 @@ def _gate_timeout(run: Run, obs: Observation) -> None:
 def _gate_started(run: Run, obs: Observation) -> None:
     """Start the clock of a human gate the run has just reached (each arrival at it is a new wait)."""
     s, node = run.state, run.node
-    if node.type != "human" or not (node.timeout or node.timeout_turns):
+    if not node.kind.asks or not (node.timeout or node.timeout_turns):
         return
     gate = s.get("gate")
     if not gate or gate.get("node") != node.id or gate.get("path_len") != s["path_len"]:
@@ -1469,3 +1493,12 @@ def _plan_by_id(plans: Iterable[Plan], plan_id: str) -> Plan | None:
     if callable(get):
         return get(plan_id)
     return next((p for p in plans if p.id == plan_id), None)
+
+
+SETTLE: dict[str, Callable[[Run, Node], bool]] = {
+    "start": _pass_on, "task": _rest, "decision": _decide, "escalate": _reach_escalation, "exit": _reach_exit,
+    "checkpoint": _record_checkpoint, "human": _rest, "parallel": _branch_out, "fan_in": _meet,
+}
+"""What a node of each kind does when the run reaches it (kinds.NODE_KINDS has a row for each, and a test checks
+that every row has its handler): True when the run moved on and settling goes on, False when it rests there or
+the run ended."""

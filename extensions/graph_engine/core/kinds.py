@@ -2,7 +2,8 @@
 events.  Every other module reads these tables (compile, engine, lint, routing, DOT import and export, pictures,
 card); the controls are declared in ``control.CONTROLS`` beside their words.  The schema's enums and the docs'
 tables are written from them (`make tables`) and a test checks that they are.  To add a kind, add a row here, then its behaviour where the row says (a check's judge in ``verify``, a node
-kind's handling in ``engine`` when it is not a plain task or pass-through).
+kind's settle handler in ``engine.SETTLE``; a test fails for a row without it).  Other modules read what a node
+kind does from its row's flags (``node.kind.judged``, ``.asks``, ``.forks``, ...), never by testing its name.
 
 Pure data, no I/O; it reads only the controls' table (``control.CONTROLS``, beside the controls' words).
 """
@@ -24,7 +25,14 @@ class NodeKind:
     route: str  # how its outgoing edges are read (routing.select_edge's kind): task, decision, pass, human, or
     # branches (every edge, in the order listed)
     rests: bool = False  # a run waits there for a result or an answer
-    terminal: bool = False  # reaching it ends the run
+    ends: str = ""  # reaching it ends the run with this run status (completed, escalated); "" = it does not
+    judged: bool = False  # a step the model carries out: its check judges the output, it has attempts and retries
+    asks: bool = False  # a question for the person: each outgoing edge is an answer, so each needs a label
+    forks: bool = False  # its outgoing edges are branches
+    joins: bool = False  # where branches meet: routes as its fan-in policy reads how they went
+    begins: bool = False  # where the run begins: one per plan, nothing leads into it
+    decides: bool = False  # routes on the previous outcome: lint wants an edge for success and one for failure
+    needs: tuple[str, ...] = ()  # fields lint wants filled in (rule "<kind>_<field>")
     dot_shape: str = "box"  # DOT export (and, for Attractor's own shapes, import)
     dot_type: bool = False  # DOT export also writes type="<name>" (the shape alone does not say the kind)
     picture: str = "box"  # Graphviz shape of the run's picture
@@ -32,32 +40,42 @@ class NodeKind:
     mermaid: tuple[str, str] = ("[", "]")  # Mermaid brackets
     retries: int = 0  # max_retries when the plan does not say
 
+    @property
+    def terminal(self) -> bool:
+        """Reaching it ends the run."""
+        return bool(self.ends)
+
+    @property
+    def passes(self) -> bool:
+        """A run passes through it at once (it neither rests there nor ends)."""
+        return not self.rests and not self.terminal
+
 
 NODE_KINDS: dict[str, NodeKind] = {k.name: k for k in (
-    NodeKind("start", "where the run begins; passes on at once", "pass", dot_shape="Mdiamond", picture="oval",
+    NodeKind("start", "where the run begins; passes on at once", "pass", begins=True, dot_shape="Mdiamond", picture="oval",
              fill="#eeeeee", mermaid=("([", "])")),
-    NodeKind("task", "a step the model carries out; its check judges the tool's result", "task", rests=True),
-    NodeKind("decision", "routes on the previous task's outcome and the run's context", "decision",
+    NodeKind("task", "a step the model carries out; its check judges the tool's result", "task", rests=True, judged=True),
+    NodeKind("decision", "routes on the previous task's outcome and the run's context", "decision", decides=True,
              dot_shape="diamond", picture="diamond", fill="#fff3cd", mermaid=("{", "}")),
-    NodeKind("escalate", "ends the run at a PACE level, with a reason for the person", "task", terminal=True,
-             dot_shape="octagon", dot_type=True, picture="octagon", fill="#f8d7da", mermaid=("[[", "]]")),
-    NodeKind("exit", "ends the run as completed (when its goal gates hold)", "task", terminal=True,
+    NodeKind("escalate", "ends the run at a PACE level, with a reason for the person", "task", ends="escalated",
+             needs=("reason",), dot_shape="octagon", dot_type=True, picture="octagon", fill="#f8d7da", mermaid=("[[", "]]")),
+    NodeKind("exit", "ends the run as completed (when its goal gates hold)", "task", ends="completed",
              dot_shape="Msquare", fill="#d9f2d9", mermaid=("([", "])")),
     NodeKind("checkpoint", "records that the run got this far; passes on at once", "pass", dot_shape="cylinder",
              dot_type=True, picture="cylinder", mermaid=("[(", ")]")),
-    NodeKind("human", "a question for the person; each outgoing edge's label is an answer", "human", rests=True,
+    NodeKind("human", "a question for the person; each outgoing edge's label is an answer", "human", rests=True, asks=True,
              dot_shape="hexagon", picture="hexagon", fill="#e2d9f3", mermaid=("{{", "}}")),
     NodeKind("parallel", "its outgoing edges are branches, run up to their fan-in at the same time, each by a "
              "subordinate agent of its own (one after another with `sequential` or where subordinates cannot run at "
-             "once)", "branches", dot_shape="component", picture="component"),
+             "once)", "branches", forks=True, dot_shape="component", picture="component"),
     NodeKind("fan_in", "where the branches meet; routes on success or fail as its `fan_in_policy` reads how they "
-             "went", "decision",
+             "went", "decision", joins=True,
              dot_shape="tripleoctagon", picture="tripleoctagon"),
 )}
 NODE_TYPES = tuple(NODE_KINDS)
 TERMINAL = frozenset(k.name for k in NODE_KINDS.values() if k.terminal)
 RESTING = frozenset(k.name for k in NODE_KINDS.values() if k.rests)
-PASS_THROUGH = tuple(k.name for k in NODE_KINDS.values() if not k.rests and not k.terminal)
+PASS_THROUGH = tuple(k.name for k in NODE_KINDS.values() if k.passes)
 
 
 def node_kind(name: str) -> NodeKind:

@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 from .kinds import (CHECKS, CONDITIONS, DEFAULT_CHECK, DEFAULT_MAX_PARALLEL, FAN_IN_POLICIES, NODE_TYPES,
-                    ON_FAIL_ACTIONS, PACE_LEVELS, RESTING, TERMINAL, VERIFY_TYPES, node_kind)
+                    ON_FAIL_ACTIONS, PACE_LEVELS, VERIFY_TYPES, NodeKind, node_kind)
 
 DEFAULT_STALE_GRAPH = 15
 DEFAULT_STALE_LINEAR = 10
@@ -100,6 +100,11 @@ class Node:
     quorum: int = 0  # fan-in nodes with the quorum policy: branches that must succeed
     required: tuple[str, ...] = ()  # fan-in nodes with the required policy: the branches (first node ids) that must
 
+    @property
+    def kind(self) -> NodeKind:
+        """Its row in ``kinds.NODE_KINDS``: what a node of its type does."""
+        return node_kind(self.type)
+
 
 @dataclass(frozen=True)
 class Edge:
@@ -142,7 +147,7 @@ class Plan:
     @cached_property
     def resting(self) -> tuple[str, ...]:
         """The nodes where a run waits for a result or an answer (the steps a person can name), in plan order."""
-        return tuple(nid for nid, n in self.nodes.items() if n.type in RESTING)
+        return tuple(nid for nid, n in self.nodes.items() if n.kind.rests)
 
     @cached_property
     def success_index(self) -> Mapping[str, int]:
@@ -153,7 +158,7 @@ class Plan:
     def fan_in_of(self) -> Mapping[str, str]:
         """Each parallel node's fan-in: the first fan-in node every one of its branches reaches (none: its
         branches run one after another, as they always could)."""
-        return MappingProxyType({nid: f for nid, n in self.nodes.items() if n.type == "parallel"
+        return MappingProxyType({nid: f for nid, n in self.nodes.items() if n.kind.forks
                                  for f in [_meeting_fan_in(self.nodes, self.out_edges, nid)] if f})
 
     @property
@@ -162,7 +167,7 @@ class Plan:
 
     @property
     def task_ids(self) -> tuple[str, ...]:
-        return tuple(n.id for n in self.nodes.values() if n.type == "task")
+        return tuple(n.id for n in self.nodes.values() if n.kind.judged)
 
     def node(self, node_id: str) -> Node | None:
         return self.nodes.get(node_id)
@@ -221,7 +226,7 @@ def compile_plan(plan_id: str, raw: Any) -> Plan:
 
 def default_max_turns(nodes: Mapping[str, Node], stale: int) -> int:
     """Plan-level ceiling: every task attempt the budgets allow, each given a full staleness window."""
-    attempts = sum(n.max_retries + 1 for n in nodes.values() if n.type == "task")
+    attempts = sum(n.max_retries + 1 for n in nodes.values() if n.kind.judged)
     return max(1, attempts) * stale
 
 
@@ -431,19 +436,19 @@ def _success_path(nodes: Mapping[str, Node], out_edges: Mapping[str, tuple[Edge,
     while current is not None and current not in seen:
         seen.add(current)
         node = nodes[current]
-        if node.type == "task":
+        if node.kind.judged:
             path.append(current)
-        if node.type in TERMINAL:
+        if node.kind.terminal:
             break
-        fan_in = _meeting_fan_in(nodes, out_edges, current) if node.type == "parallel" else ""
+        fan_in = _meeting_fan_in(nodes, out_edges, current) if node.kind.forks else ""
         if fan_in:
             for edge in out_edges.get(current, ()):
                 branch: str | None = edge.dst
                 while branch is not None and branch != fan_in and branch not in seen:
                     seen.add(branch)
-                    if nodes[branch].type == "task":
+                    if nodes[branch].kind.judged:
                         path.append(branch)
-                    if nodes[branch].type in TERMINAL:
+                    if nodes[branch].kind.terminal:
                         break
                     branch = success_target(out_edges.get(branch, ()), nodes[branch].type)
             current = fan_in
@@ -462,13 +467,13 @@ def _meeting_fan_in(nodes: Mapping[str, Node], out_edges: Mapping[str, tuple[Edg
     for first in branches:
         dist, queue = {first: 0}, [first]
         for nid in queue:  # breadth first: the list grows as it is read
-            if nodes[nid].type == "fan_in":
+            if nodes[nid].kind.joins:
                 continue  # a branch ends at the first fan-in it meets
             for e in out_edges.get(nid, ()):
                 if e.dst not in dist and e.dst != parallel:
                     dist[e.dst] = dist[nid] + 1
                     queue.append(e.dst)
-        reach.append({n: d for n, d in dist.items() if nodes[n].type == "fan_in"})
+        reach.append({n: d for n, d in dist.items() if nodes[n].kind.joins})
     common = set(reach[0]).intersection(*reach[1:])
     return min(common, key=lambda n: (max(r[n] for r in reach), n)) if common else ""
 

@@ -38,7 +38,7 @@ import json
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
-from .kinds import CONDITIONS, NODE_KINDS, OUTCOMES, PASS_THROUGH
+from .kinds import CONDITIONS, NODE_KINDS, OUTCOMES
 
 STATUSES = OUTCOMES
 SHORTHANDS = CONDITIONS
@@ -306,7 +306,7 @@ def settle(plan: Any, node_id: str, outcome: str) -> tuple[str | None, ...]:
     """Where passing through ``node_id`` with this outcome may lead: task, human gate or terminal nodes; None
     when a pass-through node on the way routes nowhere, or the way is a loop or longer than MAX_PASS_THROUGH
     pass-through nodes (the engine stops there)."""
-    if plan.nodes[node_id].type not in PASS_THROUGH:
+    if not plan.nodes[node_id].kind.passes:
         return (node_id,)
     return _settled(plan, outcome)[node_id]
 
@@ -322,7 +322,7 @@ def _settled(plan: Any, outcome: str) -> dict[str, tuple[str | None, ...]]:
     kept = _SETTLED.get(key)
     if kept is not None and kept[0] is plan:
         return kept[1]
-    passing = [n for n in plan.nodes.values() if n.type in PASS_THROUGH]
+    passing = [n for n in plan.nodes.values() if n.kind.passes]
     succ = {n.id: [e.dst for e in possible_edges(plan, n, outcome)[0]] for n in passing}
     inner = {nid: sorted({d for d in dsts if d in succ}) for nid, dsts in succ.items()}
     result: dict[str, tuple[str | None, ...]] = {}

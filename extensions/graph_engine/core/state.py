@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, Callable, Iterable, Iterator
 
-from .kinds import BRANCH_OUTCOMES, PASS_THROUGH, RESTING, RUN_STATUSES
+from .kinds import BRANCH_OUTCOMES, RUN_STATUSES
 from .model import Plan
 from .routing import reachable
 from .plain import NotPlain, as_text, copy_plain
@@ -470,7 +470,7 @@ def _plan_rules(s: dict[str, Any], plan: Any) -> Iterator[str]:
         yield f"field '{counter}' is {s[counter]}, past the {stale} turns after which the run expires"
     for nid, entry in s["visited"].items():
         node = nodes[nid]
-        if node.type == "task" and entry["failures"] > node.max_retries + 1 and not _loops_back(plan, nid):
+        if node.kind.judged and entry["failures"] > node.max_retries + 1 and not _loops_back(plan, nid):
             yield (f"field 'visited.{nid}.failures' is {entry['failures']}, past the {node.max_retries + 1} "
                    "attempt(s) the step has")
     yield from _kind_rules(s, plan)
@@ -507,11 +507,11 @@ def _rest_problem(s: dict[str, Any], plan: Any) -> str:
     """An active run rests on a task or a human gate; on a pass-through node only when it stalled there, and on a
     parallel node while its branches run (``fork``)."""
     node = plan.nodes[s["current_node"]]
-    if s.get("status", "active") != "active" or node.type in RESTING:
+    if s.get("status", "active") != "active" or node.kind.rests:
         return ""
-    if s.get("fork") and s["fork"]["node"] == node.id and node.type == "parallel":
+    if s.get("fork") and s["fork"]["node"] == node.id and node.kind.forks:
         return ""
-    if s["stalled"] and node.type in PASS_THROUGH:
+    if s["stalled"] and node.kind.passes:
         return ""
     return (f"field 'current_node' is '{node.id}', {_a(node.type)} node, where a run does not rest "
             f"(a run waits at a task or a human gate)")

@@ -44,7 +44,7 @@ def own_texts(plan: Any) -> tuple[str, ...]:
     texts += [s.strip() for s in description.replace("; ", ". ").split(". ") if s.strip()]
     texts += [*getattr(plan, "strong_triggers", ()), *getattr(plan, "triggers", ())]
     for node in getattr(plan, "nodes", {}).values():
-        if node.type in ("task", "human"):
+        if node.kind.rests:
             texts.append(f"{node.name}: {node.action}" if node.action else node.name)
     texts += list(getattr(plan, "step_texts", ()))  # a plan not compiled yet (catalogue.Head) lists them
     return tuple(dict.fromkeys(t for t in texts if t))

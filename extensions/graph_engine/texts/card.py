@@ -32,7 +32,7 @@ def facts(plan: Plan | None, state: dict[str, Any], pace_level: str = "") -> dic
     current = state.get("current_node", "")
     node = plan.nodes.get(current) if plan is not None else None
     step = attempt = ""
-    if node is not None and node.type == "task":
+    if node is not None and node.kind.judged:
         index = plan.success_index.get(current)
         step = f"step {index + 1} of {total}" if index is not None else "extra step"
         attempt = _attempt(node, state)
@@ -61,9 +61,9 @@ def branch_facts(plan: Plan | None, state: dict[str, Any]) -> list[dict[str, Any
         if running and sub.get("status", "active") != "active":  # its steps are done; its agent is answering
             status, running = branch_outcome(sub), False
         out.append({"id": b.get("id", ""), "name": _name(plan, b.get("id", "")), "status": status,
-                    "at": node.id if node is not None and running and node.type == "task" else "",
-                    "step": node.name if node is not None and running and node.type == "task" else "",
-                    "attempt": _attempt(node, sub) if node is not None and running and node.type == "task" else "",
+                    "at": node.id if node is not None and running and node.kind.judged else "",
+                    "step": node.name if node is not None and running and node.kind.judged else "",
+                    "attempt": _attempt(node, sub) if node is not None and running and node.kind.judged else "",
                     "reason": _short(b.get("reason", ""))})
     return out
 
@@ -156,7 +156,7 @@ def _steps(plan: Plan, state: dict[str, Any]) -> list[str]:
     if hi < total:
         lines.append(f"[...] steps {hi + 1} to {total} not listed")
     node = plan.nodes.get(current)
-    if active and node is not None and node.type == "task" and current not in plan.success_index:
+    if active and node is not None and node.kind.judged and current not in plan.success_index:
         extra = _attempt(node, state)
         lines.append(f"[current] extra step: {node.name}" + (f" (attempt {extra})" if extra else ""))
     return lines

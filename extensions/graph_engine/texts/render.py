@@ -147,11 +147,11 @@ class _PlanTexts:
     def __init__(self, plan: Plan) -> None:
         self.header = f"[WORKFLOW: {plan.name}] "
         self.of_total = f" of {plan.total_steps}"
-        self.task_name = {nid: n.name for nid, n in plan.nodes.items() if n.type == "task"}
+        self.task_name = {nid: n.name for nid, n in plan.nodes.items() if n.kind.judged}
         self.steps: dict[str, str] = {}  # node -> its block of instructions
         self.forward: dict[tuple[str, int], str] = {}  # (node, failures) -> the ways forward
         for nid, node in plan.nodes.items():  # made with the plan's first context: a step met for the first
-            if node.type == "task":  # time costs no more than any other (the after-failure texts come later)
+            if node.kind.judged:  # time costs no more than any other (the after-failure texts come later)
                 self.steps[nid] = "\n".join(step_details(node))
                 self.forward[(nid, 0)] = "\n".join(_paths_forward(plan, node, 0))
 
@@ -176,7 +176,7 @@ def attempt(node: Node, failures: int) -> str:
 
 def graph_context(plan: Plan, state: dict[str, Any]) -> str:
     node = plan.nodes[state["current_node"]]
-    if node.type == "human":
+    if node.kind.asks:
         return human_context(plan, state, node)
     texts = _texts(plan)
     entry = state["visited"].get(node.id)
@@ -295,11 +295,11 @@ def node_words(plan: Plan, node_id: str | None) -> str:
     if node_id is None:
         return "no route: the workflow stalls"
     dst = plan.nodes[node_id]
-    if dst.type == "escalate":
+    if dst.kind.ends == "escalated":
         return f"escalate: {dst.reason or dst.name}"
-    if dst.type == "exit":
+    if dst.kind.ends == "completed":
         return f"finish ({dst.name})"
-    if dst.type == "human":
+    if dst.kind.asks:
         return f"ask the user: {dst.description or dst.name}"
     return dst.name
 
@@ -348,7 +348,7 @@ def _comes_back(plan: Plan, start: str | None, node_id: str) -> bool:
         for nid in todo:
             if nid == node_id:
                 return True
-            if nid is None or nid in seen or plan.nodes[nid].type != "task":
+            if nid is None or nid in seen or not plan.nodes[nid].kind.judged:
                 continue
             seen.add(nid)
             nxt.extend(resolve(plan, nid, "success"))
@@ -427,7 +427,7 @@ def branch_context(plan: Plan, state: dict[str, Any]) -> str:
     failures = (state["visited"].get(node.id) or {}).get("failures", 0)
     lines = [f"[BRANCH: {branch_name(plan, branch['id'])}] You are a subordinate agent running this one branch of "
              "the workflow; do only its steps."]
-    forward = _paths_forward(plan, node, min(failures, node.max_retries), inside) if node.type == "task" else []
+    forward = _paths_forward(plan, node, min(failures, node.max_retries), inside) if node.kind.judged else []
     counted = f" ({progress(state)})"  # the whole plan's count: not this branch's to read
     for line in graph_context(plan, state).split("\n"):
         if line.startswith("  Next: ") or (forward and line.startswith("  If ")):
@@ -529,8 +529,8 @@ def stopped_at(plan: Plan | None, state: dict[str, Any]) -> str:
         path = state.get("path", [])
         for i in range(len(path) - 1, -1, -1):
             candidate, node = path[i], plan.nodes.get(path[i])
-            joined = node is not None and node.type == "fan_in" and i > 0 and path[i - 1] in plan.fan_in_of
-            if node is not None and (node.type == "task" or joined):
+            joined = node is not None and node.kind.joins and i > 0 and path[i - 1] in plan.fan_in_of
+            if node is not None and (node.kind.judged or joined):
                 nid = candidate
                 break
     node = plan.nodes.get(nid) if plan is not None else None
@@ -611,7 +611,7 @@ def pressed_answer(kind: str, applied: bool, refused: str, plan: Plan | None, st
     if not applied:
         return f"Not applied: {refused}" if refused else "Not applied."
     node = plan.nodes.get(state.get("current_node", "")) if plan is not None else None
-    step = f"'{node.name}'" if node is not None and node.type not in ("start", "exit") else "its end"
+    step = f"'{node.name}'" if node is not None and not (node.kind.begins or node.kind.ends == "completed") else "its end"
     if kind == "stop":
         step = stopped_at(plan, state)
     told = "" if kind == "stop" else " The agent is told at its next step."
@@ -690,13 +690,13 @@ def status_text(plan: Plan, state: dict[str, Any]) -> str:
                plan.nodes[plan.success_path[n]].name for n in state.get("steps_skipped", [])
                if isinstance(n, str) or n < len(plan.success_path)]
     failures = (state["visited"].get(node.id) or {}).get("failures", 0)
-    where = position(plan, node) if node.type == "task" else "a question for the user"
+    where = position(plan, node) if node.kind.judged else "a question for the user"
     lines = [f"[WORKFLOW STATUS: {plan.name}]",
              f"  Current step: {node.name} ({where}{attempt(node, failures).replace(' (', ', ').rstrip(')')})",
              f"  Done: {'; '.join(done) or 'nothing yet'} ({progress(state)})"]
     if skipped:
         lines.append(f"  Skipped by the user: {'; '.join(skipped)}")
-    if node.type == "task" and plan.mode == "graph":
+    if node.kind.judged and plan.mode == "graph":
         lines.extend(_paths_forward(plan, node, failures))
     lines.append("Tell the user where the workflow stands, in these words, then go on with the current step.")
     return "\n".join(lines)

@@ -239,9 +239,9 @@ def _controls(plan: Plan, state: dict[str, Any], sk: Skeleton) -> list[list[str]
         return [["Resume", "resume", "", said["resume"]], ["Stop", "stop", "", said["stop"]]]
     out = [["Stop", "stop", "", said["stop"]], ["Pause", "pause", "", said["pause"]]]
     node = plan.nodes.get(state.get("current_node", ""))
-    if node is not None and node.type in ("task", "human"):
+    if node is not None and node.kind.rests:
         out.append(["Skip step", "skip", "", said["skip"]])
-    attempt = _attempt(node, state) if node is not None and node.type == "task" else ""
+    attempt = _attempt(node, state) if node is not None and node.kind.judged else ""
     if attempt and not attempt.startswith("1 "):  # an attempt used: the step can have them back
         out.append(["Retry step", "retry", "", said["retry"]])
     out.append(["Restart", "restart", "", said["restart"]])

@@ -22,7 +22,6 @@ from typing import Iterator
 from ..core import engine
 from ..texts import render
 from . import simulate
-from ..core.kinds import RESTING, TERMINAL
 from ..core.model import Node, Plan
 from ..core.verify import Evidence, check
 
@@ -87,7 +86,7 @@ def _act(run: engine.Run, passed: bool) -> engine.Run:
 
 
 def _alive(run: engine.Run) -> bool:
-    return not run.fx.ended and not run.state.get("stalled") and run.node.type in RESTING
+    return not run.fx.ended and not run.state.get("stalled") and run.node.kind.rests
 
 
 def _answer(run: engine.Run, answer: str) -> engine.Run:
@@ -98,7 +97,7 @@ def _answer(run: engine.Run, answer: str) -> engine.Run:
 
 def _moves(run: engine.Run) -> Iterator[tuple[engine.Run, bool]]:
     """Every next run: a human gate takes each option; a task passes, or fails when it has a check."""
-    if run.node.type == "human":
+    if run.node.kind.asks:
         for edge in engine.human_options(run.plan, run.node):
             yield _answer(run, edge.label or edge.dst), True
         return
@@ -145,12 +144,12 @@ def _graph_sections(plan: Plan) -> Iterator[Section]:
     for before, after, _ in explore(plan):
         node = after.state["current_node"]
         entry = after.state["visited"].get(node, {})
-        if _alive(after) and after.node.type == "task" and node not in first_visit and entry.get("failures", 0) == 0:
+        if _alive(after) and after.node.kind.judged and node not in first_visit and entry.get("failures", 0) == 0:
             first_visit[node] = after
         for e in after.state["events"]:
             if e["seq"] <= before.state["seq"]:
                 continue
-            if e["type"] == "edge_followed" and plan.nodes[e["from"]].type == "decision":
+            if e["type"] == "edge_followed" and plan.nodes[e["from"]].kind.decides:
                 routes.setdefault((e["from"], e["condition"], e["to"]), _seen(after))
         if after.fx.ended:
             ends.setdefault(after.state["current_node"], after.fx.context or "")
@@ -162,8 +161,8 @@ def _graph_sections(plan: Plan) -> Iterator[Section]:
     for (dec, cond, dst), text in sorted(routes.items(), key=lambda kv: _order(plan, kv[0])):
         yield Section(f"decision {dec}: {cond} -> {dst}", text)
     for nid, node in plan.nodes.items():
-        if node.type in TERMINAL and nid in ends:
-            yield Section(f"{'escalation' if node.type == 'escalate' else 'completion'} {nid}", ends[nid])
+        if node.kind.terminal and nid in ends:
+            yield Section(f"{'escalation' if node.kind.ends == 'escalated' else 'completion'} {nid}", ends[nid])
     yield from _human_sections(plan)
     yield from _notices(plan, first_visit)
 
@@ -175,7 +174,7 @@ def _order(plan: Plan, route: tuple[str, str, str]) -> tuple[int, int]:
 
 
 def _task_order(plan: Plan) -> list[str]:
-    rest = [nid for nid, n in plan.nodes.items() if n.type == "task" and nid not in plan.success_index]
+    rest = [nid for nid, n in plan.nodes.items() if n.kind.judged and nid not in plan.success_index]
     return list(plan.success_path) + rest
 
 
@@ -223,7 +222,7 @@ def _notices(plan: Plan, first_visit: dict[str, engine.Run]) -> Iterator[Section
 
 def _human_sections(plan: Plan) -> Iterator[Section]:
     for nid, node in plan.nodes.items():
-        if node.type != "human":
+        if not node.kind.asks:
             continue
         run = _reach(plan, nid)
         if run is None:
@@ -244,7 +243,7 @@ def _reach(plan: Plan, node_id: str) -> engine.Run | None:
             return None
         if run.state["current_node"] == node_id:
             return run
-        if run.node.type == "human":
+        if run.node.kind.asks:
             options = engine.human_options(plan, run.node)
             if not options:
                 return None
@@ -298,7 +297,7 @@ def _branch_sections(plan: Plan) -> Iterator[Section]:
 def _to_end(run: engine.Run, passed: bool) -> engine.Run:
     """A branch's run driven until it ends, every check passing (or failing)."""
     for _ in range(MAX_DRIVE):
-        if run.fx.ended or run.node.type != "task":
+        if run.fx.ended or not run.node.kind.judged:
             break
         run = _act(run, passed)
     return run
@@ -334,7 +333,7 @@ def control_document(plan: Plan, library: list[Plan]) -> str:
 def control_sections(plan: Plan, library: list[Plan]) -> Iterator[Section]:
     """Each control said at the run's second step (its first step done), through ``engine.step`` as the
     companion hook calls it; then the answers when no run is active."""
-    order = [n for n in plan.success_path if plan.nodes[n].type == "task"]
+    order = [n for n in plan.success_path if plan.nodes[n].kind.judged]
     mid = simulate.start(plan)
     for _ in range(MAX_DRIVE):
         if mid.fx.ended or mid.state["current_node"] != order[0]:
@@ -354,7 +353,7 @@ def control_sections(plan: Plan, library: list[Plan]) -> Iterator[Section]:
     yield Section("resume: the user says 'resume the workflow' (after 'pause the workflow')",
                   _steered(library, plan, paused, "resume the workflow", "m-resume"))
     for nid, node in plan.nodes.items():
-        gate = _reach(plan, nid) if node.type == "human" else None
+        gate = _reach(plan, nid) if node.kind.asks else None
         if gate is not None:
             yield Section(f"skip at human gate {nid}: the user says 'skip this step'",
                           _steered(library, plan, gate.state, "skip this step"))

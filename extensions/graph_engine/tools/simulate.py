@@ -62,7 +62,7 @@ def run_outcomes(plan: Plan, outcomes: dict[str, list[dict[str, Any]]], answers:
             break
         node = run.node
         seq = run.state["seq"]
-        if node.type == "human":
+        if node.kind.asks:
             options = [e.label or e.dst for e in engine.human_options(plan, node)]
             questions.append({"node": node.id, "question": node.description or node.name, "options": options})
             if answers:
@@ -136,7 +136,7 @@ def _step(run: engine.Run, node_id: str, seq: int, **what: Any) -> dict[str, Any
     step = {"node": node_id, **what, "verdict": verdict.get("outcome", verdict.get("choice", "")),
             "reason": verdict.get("reason", verdict.get("by", "")),
             "edge": {"from": edge["from"], "to": edge["to"], "condition": edge["condition"]} if edge else None,
-            "retries_left": max(0, node.max_retries - failures) if node.type == "task" else None}
+            "retries_left": max(0, node.max_retries - failures) if node.kind.judged else None}
     if edge is None and what.get("kind") == "outcome" and not run.fx.ended:
         step["why"] = "retried in place" if run.state.get("last_outcome") == "retry" else "no edge"
     return step
