@@ -132,6 +132,8 @@ class FanInPolicy:
     passes: str  # when the fan-in routes on success (Markdown, for the docs)
     told: str  # what the model is told the branches must do: {q} the quorum, {r} the required branches' names
     met: Callable[[Mapping[str, str], int, tuple[str, ...]], bool]  # (each branch's outcome, quorum, required)
+    reads: str = ""  # the fan-in field it reads: "quorum" (at least 1 when the plan does not say) or "required"
+    # (which must name a branch); "" = neither
 
 
 def _won(outcomes: Mapping[str, str]) -> int:
@@ -144,9 +146,10 @@ FAN_IN_POLICIES: dict[str, FanInPolicy] = {p.name: p for p in (
     FanInPolicy("any", "at least one branch succeeded", "one branch succeeding is enough",
                 lambda outcomes, quorum, required: _won(outcomes) > 0),
     FanInPolicy("quorum", "at least `quorum` branches succeeded", "at least {q} must succeed",
-                lambda outcomes, quorum, required: _won(outcomes) >= max(1, quorum)),
+                lambda outcomes, quorum, required: _won(outcomes) >= max(1, quorum), reads="quorum"),
     FanInPolicy("required", "every branch named in `required` (by its first node's id) succeeded; the others may fail",
-                "{r} must succeed", lambda outcomes, quorum, required: all(outcomes.get(b) == "success" for b in required)),
+                "{r} must succeed", lambda outcomes, quorum, required: all(outcomes.get(b) == "success" for b in required),
+                reads="required"),
 )}
 DEFAULT_MAX_PARALLEL = 4  # branches run at once when the parallel node does not say (Attractor's default)
 BRANCH_OUTCOMES = ("success", "fail", "escalated", "expired", "stopped")  # how a branch ended

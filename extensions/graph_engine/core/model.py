@@ -312,14 +312,15 @@ def _branch_fields(plan_id: str, spec: dict, where: str) -> dict[str, Any]:
     policy = spec.get("fan_in_policy", "all")
     _expect(policy in FAN_IN_POLICIES, plan_id, f"{where}.fan_in_policy", f"unknown fan-in policy {policy!r}",
             f"use one of {', '.join(FAN_IN_POLICIES)}", rule="fan_in_policy")
-    quorum = _int(plan_id, spec.get("quorum", 1 if policy == "quorum" else 0), f"{where}.quorum", 0)
+    reads = FAN_IN_POLICIES[policy].reads
+    quorum = _int(plan_id, spec.get("quorum", 1 if reads == "quorum" else 0), f"{where}.quorum", 0)
     required = spec.get("required", [])
     if isinstance(required, str):  # DOT: required="lint,test"
         required = [r.strip() for r in required.split(",") if r.strip()]
     _expect(isinstance(required, list) and all(isinstance(r, str) and r for r in required), plan_id,
             f"{where}.required", "must be a list of branch ids (each branch's first node)", 'write ["lint", "test"]')
-    _expect(policy != "required" or required, plan_id, f"{where}.required",
-            "the required policy names no branch", "list the branches that must succeed", rule="fan_in_policy")
+    _expect(reads != "required" or required, plan_id, f"{where}.required",
+            f"the {policy} policy names no branch", "list the branches that must succeed", rule="fan_in_policy")
     out.update(sequential=sequential, fan_in_policy=policy, quorum=quorum, required=tuple(required))
     return out
 
