@@ -254,6 +254,12 @@ def test_plurals_are_right(word):
             assert not re.search(rf"\b(0|[2-9]|\d\d+) {word}\b(?!s)", section.text), (name, section.title)
 
 
+@pytest.mark.parametrize("count, word, said", [(1, "branch", "1 branch"), (2, "branch", "2 branches"),
+                                               (0, "step", "0 steps"), (3, "pass", "3 passes")])
+def test_plural_adds_es_after_a_hissing_sound(count, word, said):
+    assert render.plural(count, word) == said
+
+
 def test_log_lines_count_steps_the_same_way():
     from scenario import FixtureModel, message_for
     from graph_engine.tools.standin import Session, cmd

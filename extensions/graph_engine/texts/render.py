@@ -32,7 +32,8 @@ _PLACEHOLDER = re.compile(r"<[^<>\n]+>")
 
 
 def plural(count: int, word: str) -> str:
-    return f"{count} {word}" + ("" if count == 1 else "s")
+    """``2 steps``, ``2 branches``: English's regular plural (``es`` after a hissing sound)."""
+    return f"{count} {word}" + ("" if count == 1 else "es" if word.endswith(("s", "sh", "ch", "x", "z")) else "s")
 
 
 def steps_done(state: dict[str, Any]) -> int:
