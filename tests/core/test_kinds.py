@@ -204,17 +204,39 @@ def test_every_fan_in_policy_tells_the_model_what_it_needs_and_a_row_without_wor
         kinds.FanInPolicy("majority", "more than half of the branches succeeded")  # no words, no test
 
 
-def test_a_fan_in_policy_added_as_a_row_compiles_routes_and_is_told_by_its_own_words(monkeypatch):
+def test_the_majority_policy_routes_on_success_when_more_than_half_of_the_branches_succeeded():
     from test_parallel_branches import checks_plan
 
-    majority = kinds.FanInPolicy(
-        "majority", "more than half of the branches succeeded", "more than half of them must succeed",
-        lambda outcomes, quorum, required: 2 * sum(o == "success" for o in outcomes.values()) > len(outcomes))
-    monkeypatch.setitem(kinds.FAN_IN_POLICIES, "majority", majority)
     plan = compile_plan("checks", checks_plan("majority"))
     join = plan.nodes["join"]
     two_of_three = {"lint": "success", "types": "fail", "tests": "success"}
     one_of_three = {"lint": "success", "types": "fail", "tests": "fail"}
     assert engine.fan_in_passes(join, two_of_three) and not engine.fan_in_passes(join, one_of_three)
-    told = render.fan_in_failure(plan, join, one_of_three)
-    assert told.endswith("; more than half of them must succeed") and "every branch" not in told
+    assert not engine.fan_in_passes(join, {"lint": "success", "types": "fail"})  # half is not more than half
+    edge, _, _ = routing.select_edge(plan, "join", {"status": "success"}, {}, "decision", explain=False)
+    assert edge.dst == "report"
+    edge, _, _ = routing.select_edge(plan, "join", {"status": "fail"}, {}, "decision", explain=False)
+    assert edge.dst == "stuck"
+
+
+def test_the_majority_policy_is_told_by_its_own_words():
+    from test_parallel_branches import checks_plan
+
+    plan = compile_plan("checks", checks_plan("majority"))
+    told = render.fan_in_failure(plan, plan.nodes["join"], {"lint": "success", "types": "fail", "tests": "fail"})
+    assert told == "2 branches did not succeed ('Type check', 'Unit tests'); more than half of them must succeed"
+
+
+def test_a_fan_in_policy_added_as_a_row_compiles_routes_and_is_told_by_its_own_words(monkeypatch):
+    from test_parallel_branches import checks_plan
+
+    two = kinds.FanInPolicy("two", "exactly two branches succeeded", "exactly two of them must succeed",
+                            lambda outcomes, quorum, required: sum(o == "success" for o in outcomes.values()) == 2)
+    monkeypatch.setitem(kinds.FAN_IN_POLICIES, "two", two)
+    plan = compile_plan("checks", checks_plan("two"))
+    join = plan.nodes["join"]
+    two_of_three = {"lint": "success", "types": "fail", "tests": "success"}
+    all_three = {"lint": "success", "types": "success", "tests": "success"}
+    assert engine.fan_in_passes(join, two_of_three) and not engine.fan_in_passes(join, all_three)
+    told = render.fan_in_failure(plan, join, {"lint": "success", "types": "fail", "tests": "fail"})
+    assert told.endswith("; exactly two of them must succeed") and "every branch" not in told

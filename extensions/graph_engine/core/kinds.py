@@ -150,6 +150,8 @@ FAN_IN_POLICIES: dict[str, FanInPolicy] = {p.name: p for p in (
     FanInPolicy("required", "every branch named in `required` (by its first node's id) succeeded; the others may fail",
                 "{r} must succeed", lambda outcomes, quorum, required: all(outcomes.get(b) == "success" for b in required),
                 reads="required"),
+    FanInPolicy("majority", "more than half of the branches succeeded", "more than half of them must succeed",
+                lambda outcomes, quorum, required: 2 * _won(outcomes) > len(outcomes)),
 )}
 DEFAULT_MAX_PARALLEL = 4  # branches run at once when the parallel node does not say (Attractor's default)
 BRANCH_OUTCOMES = ("success", "fail", "escalated", "expired", "stopped")  # how a branch ended
