@@ -44,6 +44,7 @@ from . import control
 from .message import CallOutput, Match, allowed, domain_leaves_plan
 from .kinds import BRANCH_OUTCOMES, ENDINGS, FAN_IN_POLICIES
 from .model import Edge, Node, Plan
+from .texts_port import Texts
 from .state import (MAX_CONSUMED, MAX_CONTEXT_KEYS, MAX_GATE_JUMPS, branch_outcome, branch_state, emit, new_state,
                     push_path, record_shown, remember, shown_node)
 from .routing import STATUS_OF, accelerator, choice_key, normalise_label, reachable, select_edge
@@ -106,7 +107,8 @@ class Effects:
     final_state: dict[str, Any] | None = None  # the state of a run that ended in this call
     control: str = ""  # the user's control decided in this call (control.KINDS), "" for none
     refused: str = ""  # a pressed control that changed nothing: why (press)
-    texts: Any = None  # the texts module (the host's ``render``), given to ``step``: this module words nothing itself
+    texts: Texts = None  # type: ignore[assignment]  # given to ``step`` (the host's ``texts.render``): this module
+    # words nothing itself
 
     def log(self, level: str, text: str) -> None:
         self.logs.append((level, text))
@@ -132,7 +134,7 @@ class Run:
 
 
 def step(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any] | None,
-         obs: Observation, texts: Any) -> tuple[dict[str, Any] | None, Effects]:
+         obs: Observation, texts: Texts) -> tuple[dict[str, Any] | None, Effects]:
     """Advance one hook call.  ``plans``: the current library; ``lookup`` finds a run's plan version; ``texts``:
     what words the texts the model and the person read (the host's ``render``: this module imports none)."""
     fx = Effects(texts=texts)
@@ -189,7 +191,7 @@ PRESSED = "pressed"  # the hook name of a control pressed between the agent's pa
 
 
 def press(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any], ctl: control.Control,
-          obs: Observation, texts: Any, request: str = "") -> tuple[dict[str, Any] | None, Effects]:
+          obs: Observation, texts: Texts, request: str = "") -> tuple[dict[str, Any] | None, Effects]:
     """A control the person pressed in the web UI, applied at once: between the agent's passes (``obs.hook`` is
     PRESSED: the model is told at its next call; ``obs`` names the run's last pass), or in a hook call that waited
     (for the utility model, or for branches): the call it reaches is shown the result.  ``fx.control`` names the
@@ -229,7 +231,7 @@ def press(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any], ctl:
     return run.state, fx
 
 
-def resumed(plan: Plan, state: dict[str, Any], texts: Any) -> dict[str, Any]:
+def resumed(plan: Plan, state: dict[str, Any], texts: Texts) -> dict[str, Any]:
     """A run restored after a restart or a chat reload: the event, and the notice its next call is shown."""
     emit(state, "run_resumed", node=state["current_node"], turn_saved=state.get("turn", 0))
     state["notice"] = texts.resumed_notice(state, plan)
