@@ -193,6 +193,34 @@ def test_the_controls_are_read_from_their_table():
         assert k.event in kinds.EVENTS
 
 
+# ── outcomes: one vocabulary (kinds.STEP_OUTCOMES) ─────────────────────────
+
+
+def test_every_outcome_vocabulary_is_read_from_the_one_table():
+    from graph_engine.core import state
+
+    assert routing.STATUSES == kinds.OUTCOMES == tuple(kinds.STEP_OUTCOMES)
+    assert routing.STATUS_OF is kinds.STATUS_OF
+    assert routing.STATUS_OF == {"success": "success", "partial": "partial_success", "retry": "retry",
+                                 "exhausted": "fail"}
+    assert state.LAST_OUTCOMES is kinds.LAST_OUTCOMES == ("", "success", "retry", "exhausted")
+    assert set(state.NODE_OUTCOMES) == {"pending", "success", "partial_success", "fail", "skipped"}
+    for o in kinds.STEP_OUTCOMES.values():
+        assert routing.TASK_SHORTHANDS[o.name] == o.task_takes and routing.DECISION_SHORTHANDS[o.name] == o.decision_takes
+        assert set(o.task_takes + o.decision_takes) <= set(kinds.CONDITIONS)
+
+
+def test_an_outcome_row_routes_by_the_shorthands_it_names(monkeypatch):
+    """A task's failure is taken by on_exhaust before on_fail because its row lists them so."""
+    raw = {"name": "p", "graph": {"start": "a", "nodes": {
+        "a": {"type": "task", "name": "a", "verify": {"type": "any_output"}}, "x": {"type": "exit"},
+        "e1": {"type": "escalate", "reason": "r"}, "e2": {"type": "escalate", "reason": "r"}},
+        "edges": [{"from": "a", "to": "x", "condition": "on_success"}, {"from": "a", "to": "e1", "condition": "on_fail"},
+                  {"from": "a", "to": "e2", "condition": "on_exhaust"}]}}
+    plan = compile_plan("p", raw)
+    assert routing.select_edge(plan, "a", {"status": "fail"}, {}, "task", explain=False)[0].dst == "e2"
+
+
 # ── fan-in policies: each is its row (kinds.FAN_IN_POLICIES) ───────────────
 
 

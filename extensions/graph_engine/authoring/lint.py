@@ -80,7 +80,6 @@ RULES: Mapping[str, tuple[str, str]] = {
                                   "subordinate agent, at once; without a fan-in, one after another)"),
 }
 
-OUTCOMES = ("success", "retry", "exhausted")
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from . import control
 from .message import CallOutput, Match, allowed, domain_leaves_plan
-from .kinds import BRANCH_OUTCOMES, ENDINGS, FAN_IN_POLICIES
+from .kinds import BRANCH_OUTCOMES, ENDINGS, FAN_IN_POLICIES, STEP_OUTCOMES
 from .model import Edge, Node, Plan
 from .texts_port import Texts
 from .state import (MAX_CONSUMED, MAX_CONTEXT_KEYS, MAX_GATE_JUMPS, branch_outcome, branch_state, emit, new_state,
@@ -423,7 +423,7 @@ def apply_outcome(run: Run, node: Node, status: str, reason: str, digest: str = 
     captured = captured or {}
     v = s["visited"].setdefault(node.id, {"outcome": "pending", "attempts": 0, "failures": 0})
     v["attempts"] += 1
-    passed = status in ("success", "partial_success")
+    passed = STEP_OUTCOMES[status].passed
     shown = "success" if passed else ("skipped" if status == "skipped" else "fail")
     extra: dict[str, Any] = {"evidence_sha256": digest} if digest else {}
     if captured:

@@ -159,7 +159,34 @@ BRANCH_OUTCOMES = ("success", "fail", "escalated", "expired", "stopped")  # how 
 # ── edges, outcomes, runs ───────────────────────────────────────────────────
 
 CONDITIONS = ("on_success", "on_fail", "on_retry", "on_exhaust", "always")
-OUTCOMES = ("success", "partial_success", "retry", "fail", "skipped")  # a step's outcome, as conditions name it
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A step's outcome, one vocabulary: the status edge conditions read (``outcome=<name>``, the state's
+    ``outcome.status``), the shorthand conditions that take it, the name the engine and the lint walk it by, the
+    run's ``last_outcome`` after it, and what the step's entry in ``visited`` records."""
+
+    name: str  # the status
+    task_takes: tuple[str, ...]  # a task's (and a gate's) shorthand conditions that take it, in this order
+    decision_takes: tuple[str, ...]  # a decision's
+    walked: str  # the engine's and the lint's name for a judged result routed with it ("" = none is)
+    last: str  # the run's last_outcome after it
+    recorded: str  # the step's visited outcome after it ("" = the step stays pending)
+    passed: bool  # the step counts as done
+
+
+STEP_OUTCOMES: dict[str, Outcome] = {o.name: o for o in (
+    Outcome("success", ("on_success",), ("on_success",), "success", "success", "success", True),
+    Outcome("partial_success", ("on_success",), ("on_success",), "partial", "success", "partial_success", True),
+    Outcome("retry", ("on_retry",), ("on_fail", "on_retry"), "retry", "retry", "", False),
+    Outcome("fail", ("on_exhaust", "on_fail"), ("on_fail", "on_exhaust"), "exhausted", "exhausted", "fail", False),
+    Outcome("skipped", (), (), "", "success", "skipped", False),
+)}
+OUTCOMES = tuple(STEP_OUTCOMES)  # a step's outcome, as conditions name it
+STATUS_OF = {o.walked: o.name for o in STEP_OUTCOMES.values() if o.walked}  # walked name -> status
+LAST_OUTCOMES = ("", *dict.fromkeys(o.last for o in STEP_OUTCOMES.values()))  # the run's last_outcome ("" = none)
+NODE_OUTCOMES = ("pending", *dict.fromkeys(o.recorded for o in STEP_OUTCOMES.values() if o.recorded))  # visited
 ON_FAIL_ACTIONS = ("warn", "block", "skip", "abort")
 PACE_LEVELS = ("primary", "alternate", "contingent", "emergency")
 RUN_STATUSES = ("active", "escalated", "completed", "expired", "ended", "aborted", "withdrawn", "stopped")

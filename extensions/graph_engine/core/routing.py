@@ -38,15 +38,13 @@ import json
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
-from .kinds import CONDITIONS, NODE_KINDS, OUTCOMES
+from .kinds import CONDITIONS, NODE_KINDS, OUTCOMES, STATUS_OF, STEP_OUTCOMES
 
 STATUSES = OUTCOMES
 SHORTHANDS = CONDITIONS
-TASK_SHORTHANDS = {"success": ("on_success",), "partial_success": ("on_success",), "retry": ("on_retry",),
-                   "fail": ("on_exhaust", "on_fail"), "skipped": ()}
+TASK_SHORTHANDS = {o.name: o.task_takes for o in STEP_OUTCOMES.values()}
 PASS_SHORTHANDS = ("on_success",)  # start and checkpoint nodes, whatever the status
-DECISION_SHORTHANDS = {"success": ("on_success",), "partial_success": ("on_success",),
-                       "retry": ("on_fail", "on_retry"), "fail": ("on_fail", "on_exhaust"), "skipped": ()}
+DECISION_SHORTHANDS = {o.name: o.decision_takes for o in STEP_OUTCOMES.values()}
 _CLAUSE = re.compile(r"\s*(outcome|preferred_label|context\.[A-Za-z_][A-Za-z0-9_.]*)\s*(!=|=)\s*(.*?)\s*\Z")
 _ACCEL = re.compile(r"^(?:\[[A-Za-z0-9]\]\s+|[A-Za-z0-9]\)\s+|[A-Za-z0-9]\s+-\s+)")
 
@@ -239,7 +237,6 @@ def _mark(why: list[dict[str, Any]], chosen: Any, verdict: str) -> list[dict[str
 # ── where an outcome leads: the lint, the texts and the engine read the same answers ────────────────
 
 MAX_PASS_THROUGH = 64  # a longer chain of pass-through nodes stops the engine (and the lint says so)
-STATUS_OF = {"success": "success", "retry": "retry", "exhausted": "fail", "partial": "partial_success"}
 
 
 def _kind(node: Any) -> str:

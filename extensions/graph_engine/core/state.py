@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, Callable, Iterable, Iterator
 
-from .kinds import BRANCH_OUTCOMES, RUN_STATUSES
+from .kinds import BRANCH_OUTCOMES, LAST_OUTCOMES, NODE_OUTCOMES, OUTCOMES, RUN_STATUSES
 from .model import Plan
 from .routing import reachable
 from .plain import NotPlain, as_text, copy_plain
@@ -285,9 +285,6 @@ OPTIONAL = ("context", "outcome", "provisional", "parallel", "gate_jumps", "held
             "paused", "steps_skipped", "attempts_restored", "gate", "branch", "fork")
 BRANCH_STATUSES = ("pending", "running", *BRANCH_OUTCOMES)
 STATUSES = RUN_STATUSES
-NODE_OUTCOMES = ("pending", "success", "fail", "skipped", "partial_success")
-LAST_OUTCOMES = ("", "success", "retry", "exhausted")
-ROUTED = ("success", "partial_success", "retry", "fail", "skipped")
 MAX_CONTEXT_KEYS = 32
 MAX_GATE_JUMPS = 8
 
@@ -391,8 +388,8 @@ def _value_rules(s: dict[str, Any]) -> Iterator[str]:
         yield f"field 'audit_seq' is {s['audit_seq']}, past seq {s['seq']}"
     if s["last_outcome"] not in LAST_OUTCOMES:
         yield f"field 'last_outcome' is {_short(s['last_outcome'])}, not one of {', '.join(map(repr, LAST_OUTCOMES))}"
-    if s.get("outcome", {}).get("status", "success") not in ROUTED:
-        yield f"field 'outcome.status' is {_short(s['outcome']['status'])}, not one of {', '.join(ROUTED)}"
+    if s.get("outcome", {}).get("status", "success") not in OUTCOMES:
+        yield f"field 'outcome.status' is {_short(s['outcome']['status'])}, not one of {', '.join(OUTCOMES)}"
     if len(s.get("context", {})) > MAX_CONTEXT_KEYS:
         yield f"field 'context' holds {len(s['context'])} names, over the limit of {MAX_CONTEXT_KEYS}"
     for nid, jumps in s.get("gate_jumps", {}).items():
