@@ -13,6 +13,7 @@ from typing import Any
 
 from .kinds import BRANCH_OUTCOMES, ENDINGS, FAN_IN_POLICIES
 from .model import Node
+from .records import Branch, Fork
 from .state import branch_outcome, emit
 
 
@@ -38,9 +39,9 @@ def _end_reason(sub: dict[str, Any]) -> str:
     return str(end.get("reason", "")) if end else ""
 
 
-def _branch_of(state: dict[str, Any], branch_id: str) -> dict[str, Any] | None:
-    fork = state.get("fork") if isinstance(state, dict) else None
-    return next((b for b in fork["branches"] if b["id"] == branch_id), None) if fork else None
+def _branch_of(state: dict[str, Any], branch_id: str) -> Branch | None:
+    fork = Fork.from_json(state.get("fork")) if isinstance(state, dict) else None
+    return fork.branch(branch_id) if fork else None
 
 
 def branch_started(state: dict[str, Any], branch_id: str) -> tuple[dict[str, Any], bool] | None:
@@ -92,9 +93,5 @@ def branch_returned(state: dict[str, Any], branch_id: str, sub: dict[str, Any] |
 
 def stop_branches(state: dict[str, Any]) -> list[str]:
     """The person stopped the workflow: every branch without an outcome is stopped (the host stops its agent)."""
-    stopped = []
-    for b in (state.get("fork") or {}).get("branches", ()):
-        if b["status"] not in BRANCH_OUTCOMES:
-            b["status"], b["reason"] = "stopped", "stopped by the user"
-            stopped.append(b["id"])
-    return stopped
+    fork = Fork.from_json(state.get("fork"))
+    return fork.stop() if fork else []

@@ -3,7 +3,8 @@
 The dict is what ``agent._htn_state`` holds.  The org supervisor and SALUTE
 reports read ``plan_name``, ``current_step``, ``total_steps``,
 ``steps_completed`` (its length) and ``turns_since_progress``; everything else
-is the engine's own.
+is the engine's own.  Every key is named and documented in ``records.RunState``
+(a test checks it against SHAPES); a fork is ``records.Fork``.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from __future__ import annotations
 import uuid
 from typing import Any, Callable, Iterable, Iterator
 
-from .kinds import BRANCH_OUTCOMES, LAST_OUTCOMES, NODE_OUTCOMES, OUTCOMES, RUN_STATUSES
+from .kinds import LAST_OUTCOMES, NODE_OUTCOMES, OUTCOMES, RUN_STATUSES
 from .model import Plan
+from .records import Fork, RunState
 from .routing import reachable
 from .plain import NotPlain, as_text, copy_plain
 
@@ -25,7 +27,7 @@ MAX_SHOWN = 4
 MAX_CONSUMED = 8
 
 
-def new_state(plan: Plan, monologue: str, pass_key: str, global_turn: int) -> dict[str, Any]:
+def new_state(plan: Plan, monologue: str, pass_key: str, global_turn: int) -> RunState:
     return {
         "schema": SCHEMA,
         "run_id": uuid.uuid4().hex[:12],
@@ -217,13 +219,9 @@ OUTCOME_KEYS = {"status": TEXT, "preferred_label": TEXT, "suggested_next_ids": T
 ESCALATION_KEYS = {"node": TEXT, "reason": TEXT, "pace_level": TEXT, "turn": INT}
 
 
-def _branch_entry(b: Any) -> bool:
-    """One branch of a fork: {id, run, status, state (its own run, of a state's shape), answer, reason, seen}."""
-    return (isinstance(b, dict) and set(b) == {"id", "run", "status", "state", "answer", "reason", "seen"}
-            and all(isinstance(b[k], str) for k in ("id", "run", "answer", "reason"))
-            and b["status"] in BRANCH_STATUSES and _is_int(b["seen"]) and b["seen"] >= 0
-            and isinstance(b["state"], dict) and isinstance(b["state"].get("branch"), dict)
-            and not b["state"].get("fork") and problem_with(b["state"]) == "")
+def _fork_fits(v: Any) -> bool:
+    """Null, or a fork of its shape (records.Fork.fits) whose every branch's run has a state's shape."""
+    return v is None or (Fork.fits(v) and all(problem_with(b["state"]) == "" for b in v["branches"]))
 
 
 def _keys_of(kinds: dict[str, Shape]) -> Callable[[Any], bool]:
@@ -261,10 +259,7 @@ SHAPES: dict[str, Shape] = {
     "held": ("a bool", lambda v: isinstance(v, bool)),
     "branch": ("a dict of parent, id, fork and fan_in (a branch's run)", lambda v: isinstance(v, dict) and set(v) == {
         "parent", "id", "fork", "fan_in"} and all(isinstance(x, str) for x in v.values())),
-    "fork": ("null or {node, fan_in, max_parallel, branches} (branches running at once)", lambda v: v is None or (
-        isinstance(v, dict) and set(v) == {"node", "fan_in", "max_parallel", "branches"} and isinstance(v["node"], str)
-        and isinstance(v["fan_in"], str) and _is_int(v["max_parallel"]) and v["max_parallel"] >= 1
-        and isinstance(v["branches"], list) and v["branches"] and all(_branch_entry(b) for b in v["branches"]))),
+    "fork": ("null or {node, fan_in, max_parallel, branches} (branches running at once)", _fork_fits),
     "picture": TEXT,
     "reply_seen": ("[pass, the mark of the newest reply then (or null), the call that pass judges]",
                    lambda v: isinstance(v, list) and len(v) == 3 and isinstance(v[0], str)
@@ -283,7 +278,6 @@ SHAPES: dict[str, Shape] = {
 SCHEMA_2_ONLY = ("run_id", "status", "notice", "notice_turn", "checkpoint", "escalation", "audit_seq")
 OPTIONAL = ("context", "outcome", "provisional", "parallel", "gate_jumps", "held", "picture", "reply_seen", "pressed",
             "paused", "steps_skipped", "attempts_restored", "gate", "branch", "fork")
-BRANCH_STATUSES = ("pending", "running", *BRANCH_OUTCOMES)
 STATUSES = RUN_STATUSES
 MAX_CONTEXT_KEYS = 32
 MAX_GATE_JUMPS = 8
@@ -480,22 +474,20 @@ def _plan_rules(s: dict[str, Any], plan: Any) -> Iterator[str]:
 def _fork_rules(s: dict[str, Any], plan: Any) -> Iterator[str]:
     """A fork names the plan's parallel node and the fan-in its branches meet at, each branch one of its edges,
     each branch's run a run of this plan that belongs to it."""
-    fork, mine = s.get("fork"), s.get("branch")
+    fork, mine = Fork.from_json(s.get("fork")), s.get("branch")
     if mine is not None:
         if mine["id"] not in plan.nodes or plan.fan_in_of.get(mine["fork"]) != mine["fan_in"]:
             yield f"field 'branch' names a branch {_short(mine['id'])} that plan '{plan.id}' does not have"
     if not fork:
         return
-    if plan.fan_in_of.get(fork["node"]) != fork["fan_in"]:
-        yield f"field 'fork' names {_short(fork['node'])} and {_short(fork['fan_in'])}, not a parallel node and its fan-in"
+    if plan.fan_in_of.get(fork.node) != fork.fan_in:
+        yield f"field 'fork' names {_short(fork.node)} and {_short(fork.fan_in)}, not a parallel node and its fan-in"
         return
-    firsts = {e.dst for e in plan.out_edges.get(fork["node"], ())}
-    for b in fork["branches"]:
-        sub = b["state"]
-        if b["id"] not in firsts or sub["branch"]["id"] != b["id"] or sub["branch"]["fork"] != fork["node"]:
-            yield f"field 'fork' branch {_short(b['id'])} is not a branch of '{fork['node']}'"
-            return
-        problem = _problem_with_plan(sub, plan)
+    for bad in fork.misplaced({e.dst for e in plan.out_edges.get(fork.node, ())}):
+        yield f"field 'fork' branch {_short(bad)} is not a branch of '{fork.node}'"
+        return
+    for b in fork.branches:
+        problem = _problem_with_plan(b["state"], plan)
         if problem:
             yield f"field 'fork' branch {_short(b['id'])}: {problem}"
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from .kinds import BRANCH_OUTCOMES, STEP_OUTCOMES
+from .kinds import STEP_OUTCOMES
 from .model import Edge, Node
+from .records import Branch, Fork
 from .state import MAX_CONTEXT_KEYS, MAX_GATE_JUMPS, branch_outcome, branch_state, emit, push_path
 from .routing import STATUS_OF, select_edge
 from .run import Effects, Run, _finish
@@ -280,7 +281,7 @@ def _forks(run: Run, node: Node) -> bool:
 def _fork(run: Run, node: Node) -> None:
     s, plan = run.state, run.plan
     fan_in = plan.fan_in_of[node.id]
-    branches = []
+    branches: list[Branch] = []
     for first in dict.fromkeys(e.dst for e in plan.out_edges.get(node.id, ())):
         edge = next(e for e in plan.out_edges[node.id] if e.dst == first)
         emit(s, "edge_followed", **{"from": node.id, "to": first, "condition": edge.condition, "branch": first})
@@ -289,7 +290,7 @@ def _fork(run: Run, node: Node) -> None:
         run.fx.logs.extend(sub.fx.logs)
         branches.append({"id": first, "run": sub.state["run_id"], "status": branch_outcome(sub.state) or "pending",
                          "state": sub.state, "answer": "", "reason": _end_reason(sub.state), "seen": 0})
-    s["fork"] = {"node": node.id, "fan_in": fan_in, "max_parallel": node.max_parallel, "branches": branches}
+    s["fork"] = Fork(node.id, fan_in, node.max_parallel, branches).to_json()
     emit(s, "parallel_started", node=node.id, branches=[b["id"] for b in branches], concurrent=True,
          max_parallel=node.max_parallel)
     s["turns_since_transition"], s["route_note"] = 0, ""
@@ -310,35 +311,35 @@ def _branch_end(run: Run, outcome: str, reason: str) -> None:
 def _join_when_done(run: Run) -> None:
     """The fork's branches all have an outcome: the fan-in routes.  A fork the host can no longer run at once (the
     setting turned off, or a host without subordinates) runs its branches one after another from the start."""
-    fork = run.state.get("fork")
+    fork = Fork.from_json(run.state.get("fork"))
     if not fork or run.state.get("status", "active") != "active":
         return
     if not run.concurrent:
         run.state["fork"] = None
-        edge = _start_branches(run, run.plan.nodes[fork["node"]])
+        edge = _start_branches(run, run.plan.nodes[fork.node])
         if edge is not None:
             _follow(run, edge)
             _settle(run)
         return
-    if all(b["status"] in BRANCH_OUTCOMES for b in fork["branches"]):
+    if fork.joined():
         _join(run, fork)
 
 
-def _join(run: Run, fork: dict[str, Any]) -> None:
+def _join(run: Run, fork: Fork) -> None:
     s, plan = run.state, run.plan
-    fan_in = plan.nodes[fork["fan_in"]]
-    outcomes = {b["id"]: b["status"] for b in fork["branches"]}
+    fan_in = plan.nodes[fork.fan_in]
+    outcomes = fork.outcomes()
     passed = fan_in_passes(fan_in, outcomes)
-    for b in fork["branches"]:
+    for b in fork.branches:
         _absorb(run, b.get("state"))
     s["fork"] = None
     emit(s, "parallel_joined", node=fan_in.id, failed=[i for i, o in outcomes.items() if o != "success"],
          outcomes=outcomes, policy=fan_in.fan_in_policy, passed=passed)
-    _follow(run, Edge(src=fork["node"], dst=fan_in.id, condition="branches"))
+    _follow(run, Edge(src=fork.node, dst=fan_in.id, condition="branches"))
     status = "success" if passed else "fail"
     s["outcome"], s["last_outcome"] = {"status": status}, "success" if passed else "exhausted"
     s["last_failure"] = "" if passed else run.fx.texts.fan_in_failure(plan, fan_in, outcomes)
-    note = run.fx.texts.fan_in_note(plan, fan_in, fork["branches"], passed)
+    note = run.fx.texts.fan_in_note(plan, fan_in, fork.branches, passed)
     emit(s, "decision_routed", node=fan_in.id, outcome=s["last_outcome"])
     edge, _, _ = select_edge(plan, fan_in.id, {"status": status}, s.get("context", {}), "decision", explain=False)
     if edge is None:
