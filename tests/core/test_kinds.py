@@ -127,6 +127,26 @@ def test_a_resting_kind_is_where_settling_stops_and_only_there():
     assert {k for k, handler in engine.SETTLE.items() if handler is engine._rest} == set(kinds.RESTING)
 
 
+def test_what_a_kinds_row_needs_of_its_nodes_is_a_lint_rule_and_a_node_field():
+    from graph_engine.core.model import Node
+
+    for kind in kinds.NODE_KINDS.values():
+        for name, fix in kind.needs:
+            assert f"{kind.name}_{name}" in lint.RULES and name in Node.__dataclass_fields__ and fix, kind.name
+
+
+def test_a_need_added_to_a_row_is_linted(monkeypatch):
+    raw = {"name": "p", "graph": {"start": "a", "nodes": {"a": {"type": "task", "name": "a"}, "x": {"type": "exit"}},
+                                  "edges": [{"from": "a", "to": "x", "condition": "on_success"}]}}
+    monkeypatch.setitem(lint.RULES, "exit_description", (lint.WARNING, "an exit without a description"))
+    assert "exit_description" not in {d.rule for d in lint.lint_plan(compile_plan("p", raw)).diagnostics}
+    monkeypatch.setitem(kinds.NODE_KINDS, "exit", dataclasses.replace(
+        kinds.NODE_KINDS["exit"], needs=(("description", "say what the run achieved"),)))
+    found = [d for d in lint.lint_plan(compile_plan("p", raw)).diagnostics if d.rule == "exit_description"]
+    assert [(d.node, d.message, d.fix) for d in found] == [("x", "exit node has no description",
+                                                              "say what the run achieved")]
+
+
 def test_the_kinds_flags_name_one_kind_each_where_the_engine_needs_one():
     """The flags that stand for a kind's own behaviour are each held by exactly one row today."""
     for flag in ("judged", "asks", "forks", "joins", "begins", "decides"):

@@ -340,9 +340,9 @@ def _shape_rules(plan: Plan) -> list[Diagnostic]:
             for e in outs:
                 found.append(diag("exit_no_outgoing", pid, f"{node.type} node has an outgoing edge",
                                   "remove the edge", node=node.id, edge=e, index=_index(plan, e)))
-            if node.kind.ends == "escalated" and not node.reason.strip():
-                found.append(diag("escalate_reason", pid, "escalate node has no reason",
-                                  "add a 'reason' saying what went wrong", node=node.id))
+            for name, fix in node.kind.needs:  # what the kind's row asks of its nodes
+                if not str(getattr(node, name)).strip():
+                    found.append(diag(f"{node.type}_{name}", pid, f"{node.type} node has no {name}", fix, node=node.id))
         elif not outs:
             found.append(diag("dead_end", pid, f"{node.type} node has no outgoing edge",
                               "add an edge to the next node, an escalation or an exit", node=node.id))

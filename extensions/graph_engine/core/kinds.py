@@ -32,7 +32,8 @@ class NodeKind:
     joins: bool = False  # where branches meet: routes as its fan-in policy reads how they went
     begins: bool = False  # where the run begins: one per plan, nothing leads into it
     decides: bool = False  # routes on the previous outcome: lint wants an edge for success and one for failure
-    needs: tuple[str, ...] = ()  # fields lint wants filled in (rule "<kind>_<field>")
+    needs: tuple[tuple[str, str], ...] = ()  # (field, how to fill it in): lint warns when it is empty (rule
+    # "<kind>_<field>", declared in lint.RULES)
     dot_shape: str = "box"  # DOT export (and, for Attractor's own shapes, import)
     dot_type: bool = False  # DOT export also writes type="<name>" (the shape alone does not say the kind)
     picture: str = "box"  # Graphviz shape of the run's picture
@@ -58,7 +59,7 @@ NODE_KINDS: dict[str, NodeKind] = {k.name: k for k in (
     NodeKind("decision", "routes on the previous task's outcome and the run's context", "decision", decides=True,
              dot_shape="diamond", picture="diamond", fill="#fff3cd", mermaid=("{", "}")),
     NodeKind("escalate", "ends the run at a PACE level, with a reason for the person", "task", ends="escalated",
-             needs=("reason",), dot_shape="octagon", dot_type=True, picture="octagon", fill="#f8d7da", mermaid=("[[", "]]")),
+             needs=(("reason", "add a 'reason' saying what went wrong"),), dot_shape="octagon", dot_type=True, picture="octagon", fill="#f8d7da", mermaid=("[[", "]]")),
     NodeKind("exit", "ends the run as completed (when its goal gates hold)", "task", ends="completed",
              dot_shape="Msquare", fill="#d9f2d9", mermaid=("([", "])")),
     NodeKind("checkpoint", "records that the run got this far; passes on at once", "pass", dot_shape="cylinder",
