@@ -149,7 +149,7 @@ def test_a_need_added_to_a_row_is_linted(monkeypatch):
 
 def test_the_kinds_flags_name_one_kind_each_where_the_engine_needs_one():
     """The flags that stand for a kind's own behaviour are each held by exactly one row today."""
-    for flag in ("judged", "asks", "forks", "joins", "begins", "decides"):
+    for flag in ("judged", "asks", "forks", "joins", "begins", "decides", "checkpoints"):
         assert len([k for k in kinds.NODE_KINDS.values() if getattr(k, flag)]) == 1, flag
     assert sorted(k.ends for k in kinds.NODE_KINDS.values() if k.ends) == ["completed", "escalated"]
 

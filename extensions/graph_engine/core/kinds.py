@@ -32,6 +32,7 @@ class NodeKind:
     joins: bool = False  # where branches meet: routes as its fan-in policy reads how they went
     begins: bool = False  # where the run begins: one per plan, nothing leads into it
     decides: bool = False  # routes on the previous outcome: lint wants an edge for success and one for failure
+    checkpoints: bool = False  # the run records passing it (the state's ``checkpoint``)
     needs: tuple[tuple[str, str], ...] = ()  # (field, how to fill it in): lint warns when it is empty (rule
     # "<kind>_<field>", declared in lint.RULES)
     dot_shape: str = "box"  # DOT export (and, for Attractor's own shapes, import)
@@ -62,7 +63,8 @@ NODE_KINDS: dict[str, NodeKind] = {k.name: k for k in (
              needs=(("reason", "add a 'reason' saying what went wrong"),), dot_shape="octagon", dot_type=True, picture="octagon", fill="#f8d7da", mermaid=("[[", "]]")),
     NodeKind("exit", "ends the run as completed (when its goal gates hold)", "task", ends="completed",
              dot_shape="Msquare", fill="#d9f2d9", mermaid=("([", "])")),
-    NodeKind("checkpoint", "records that the run got this far; passes on at once", "pass", dot_shape="cylinder",
+    NodeKind("checkpoint", "records that the run got this far; passes on at once", "pass", checkpoints=True,
+             dot_shape="cylinder",
              dot_type=True, picture="cylinder", mermaid=("[(", ")]")),
     NodeKind("human", "a question for the person; each outgoing edge's label is an answer", "human", rests=True, asks=True,
              dot_shape="hexagon", picture="hexagon", fill="#e2d9f3", mermaid=("{{", "}}")),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, Callable, Iterable, Iterator
 
-from .kinds import LAST_OUTCOMES, NODE_OUTCOMES, OUTCOMES, RUN_STATUSES
+from .kinds import LAST_OUTCOMES, NODE_KINDS, NODE_OUTCOMES, OUTCOMES, RUN_STATUSES, NodeKind
 from .model import Plan
 from .records import Fork, RunState
 from .routing import reachable
@@ -523,12 +523,14 @@ def _steps_problem(s: dict[str, Any], plan: Any) -> str:
 
 
 def _kind_rules(s: dict[str, Any], plan: Any) -> Iterator[str]:
-    """Nodes named for a purpose are nodes of that kind."""
-    kinds = (("checkpoint", [s["checkpoint"]] if s.get("checkpoint") else [], "checkpoint"),
-             ("parallel", [f["node"] for f in s.get("parallel", [])], "parallel"))
-    for key, ids, kind in kinds:
+    """Nodes named for a purpose are nodes whose kind's row has that purpose."""
+    purposes: tuple[tuple[str, list[str], Callable[[NodeKind], bool]], ...] = (
+        ("checkpoint", [s["checkpoint"]] if s.get("checkpoint") else [], lambda k: k.checkpoints),
+        ("parallel", [f["node"] for f in s.get("parallel", [])], lambda k: k.forks))
+    for key, ids, purpose in purposes:
         for nid in ids:
-            if plan.nodes[nid].type != kind:
+            if not purpose(plan.nodes[nid].kind):
+                kind = next(k.name for k in NODE_KINDS.values() if purpose(k))
                 yield f"field '{key}' names '{nid}', {_a(plan.nodes[nid].type)} node, not {_a(kind)} node"
     for nid in s.get("gate_jumps", {}):
         if not plan.nodes[nid].goal_gate:
