@@ -2,9 +2,13 @@
 
 Rules of this module
 --------------------
-* Everything that changes a run's state lives here.  No I/O: no Agent-Zero, no
-  files, no clock, no logging.  What must happen outside (log a line, inject
-  text, set a PACE level, write a report) comes back as ``Effects``.
+* Everything that changes a run's state lives here and in the layers below it
+  (see "Layers").  No I/O: no Agent-Zero, no files, no clock, no logging.
+  What must happen outside (log a line, inject text, set a PACE level, write
+  a report) comes back as ``Effects``.
+* What a node kind does is read from its row (``kinds.NODE_KINDS``, the
+  settle handlers in ``traversal.SETTLE``); the texts are worded by the
+  ``texts_port.Texts`` the host passes in.
 * This module does not know which Agent-Zero hook called it; it knows only the
   observation's ``hook`` name and what that implies for timing.
 
