@@ -1,4 +1,4 @@
-"""The real-loop harness's Agent-Zero process (graph_engine.host.a0driver) with the pack's two hooks profiled.
+"""The real-loop harness's Agent-Zero process (graph_engine.hosts.agent_zero.a0driver) with the pack's two hooks profiled.
 
     python bench/real_loop_profiled.py PROFILE.prof|parts:PARTS.json|- --a0-root DIR --script S.json --out R.json
 
@@ -16,7 +16,7 @@ import os
 import sys
 import time
 
-from graph_engine.host import a0driver
+from graph_engine.hosts.agent_zero import a0driver
 
 PROFILE = sys.argv.pop(1)
 profiler = cProfile.Profile()
@@ -92,7 +92,7 @@ def timed_parts(path: str) -> None:
             wrap(owner, name, label)
 
     wrap_parts(lambda m: importlib.import_module(f"graph_engine.{m}") if m != "log" else None)
-    adapter = importlib.import_module("graph_engine.host.adapter")
+    adapter = importlib.import_module("graph_engine.hosts.agent_zero.adapter")
     run_hook = adapter.run_hook
 
     async def timed_hook(agent, loop_data, hook, ext_file, runtime=None):

@@ -22,7 +22,7 @@ from typing import Any, Awaitable, Callable
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "extensions"))
 
-from graph_engine.host import adapter  # noqa: E402
+from graph_engine.hosts.agent_zero import adapter  # noqa: E402
 from graph_engine.tools import standin as a0  # noqa: E402
 from graph_engine.authoring.library import build_library  # noqa: E402
 
@@ -313,7 +313,7 @@ def in_pass_costs(passes: int) -> dict[str, float]:
     """What each part costs inside a judged pass: the pass's median with the part switched off (its result
     replaced by a stored one, or its effect skipped), against the same pass with everything on, measured in
     alternating batches.  Larger than the parts alone: inside a pass each part runs with cold caches."""
-    from graph_engine.host import audit
+    from graph_engine.session import audit
     from graph_engine.core import engine
     from graph_engine.texts import render
 
@@ -422,10 +422,10 @@ def judged_pass_parts_us(driver: Driver, reps: int = 1000) -> dict[str, float]:
 
     from graph_engine.texts import card, render
 
-    from graph_engine.host import history
+    from graph_engine.hosts.agent_zero import history
 
     from graph_engine.core import verify
-    from graph_engine.host.audit import AuditLog
+    from graph_engine.session.audit import AuditLog
     from graph_engine.core.state import emit
 
     state = driver.agent._htn_state
@@ -672,7 +672,7 @@ def library_probe(path: str, copies: int, settle: bool) -> dict[str, float]:
     """Run in a fresh process (``bench/run.py --library-probe``): the library as Agent-Zero's first pass
     meets it: loaded, then a message matched (its plan compiled then); then matching times; then, after the
     background thread checked everything, a reload after one plan's name changed."""
-    from graph_engine.host.catalogue import LibraryCache
+    from graph_engine.session.catalogue import LibraryCache
 
     messages = match_messages(copies)
     t, cpu = time.perf_counter(), time.thread_time()
@@ -726,7 +726,7 @@ def fresh(lib: Any) -> bool:
 def shipped_match_ms() -> list[float]:
     """Matching each message of ``match_messages`` and ``EVERYDAY`` against the shipped library (10 plans),
     through the catalogue the engine uses, its meaning index built: ms per message."""
-    from graph_engine.host.catalogue import LibraryCache
+    from graph_engine.session.catalogue import LibraryCache
 
     lib, _ = LibraryCache(str(a0.LIBRARY), recheck_seconds=0, background=False).refresh()
     messages = match_messages(1)[10:] + EVERYDAY

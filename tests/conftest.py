@@ -24,7 +24,7 @@ settings.register_profile("long", max_examples=2000, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-from graph_engine.host import adapter  # noqa: E402
+from graph_engine.hosts.agent_zero import adapter  # noqa: E402
 
 pytest_plugins = ["a0real"]  # the real-loop harness: fixtures a0_source, a0_tree; one line when it is skipped
 

@@ -9,10 +9,10 @@ from hypothesis import given, strategies as st
 from test_routing import review_plan
 from scenario import BUG_MESSAGE, IDLE, crash, events, exit_ok, told, use_library, verdicts
 
-from graph_engine.host import adapter
+from graph_engine.hosts.agent_zero import adapter
 
 from graph_engine.core import control, state as state_mod
-from graph_engine.host.audit import read_lines
+from graph_engine.session.audit import read_lines
 from graph_engine.tools.standin import FIXTURES, Reply, Session, cmd
 
 GOLDEN = json.loads((FIXTURES / "control_messages.json").read_text())

@@ -275,7 +275,7 @@ def test_an_internal_error_is_caught_and_logged_once(monkeypatch):
 
 
 def test_second_hook_of_a_pass_does_not_read_the_result_again(monkeypatch):
-    from graph_engine.host import adapter
+    from graph_engine.hosts.agent_zero import adapter
     s = started()
     s.run_pass(crash())
     reads = []

@@ -21,7 +21,9 @@ import pytest
 from golden import text_files
 from scenario import IDLE, LEGACY, FixtureModel, message_for, started
 
-from graph_engine.host import adapter, audit, salute
+from graph_engine.hosts.agent_zero import adapter
+
+from graph_engine.session import audit, salute
 
 from graph_engine.texts import card
 from graph_engine.texts import view as component
@@ -509,7 +511,7 @@ def test_a_large_plan_is_drawn_as_mermaid_without_waiting_for_graphviz(monkeypat
 def test_the_picture_thread_draws_with_the_picture_setting_of_the_hook_call_that_ended_the_run(monkeypatch):
     """The setting is read inside the drawing thread: it must be the hook call's (e.g. the plugin's
     settings page), not the process's default."""
-    from graph_engine.host import adapter
+    from graph_engine.hosts.agent_zero import adapter
     from graph_engine.authoring import render_graph
     from graph_engine.boundary import settings
 

@@ -921,7 +921,7 @@ def check_dialog(root: Path) -> int:
 
 
 def self_test(root: Path, python: str) -> int:
-    """Run graph_engine.host.selftest from where the manifest says the pack is installed, with the framework's Python
+    """Run graph_engine.hosts.agent_zero.selftest from where the manifest says the pack is installed, with the framework's Python
     (Agent-Zero's own code and packages), as its own process."""
     manifest = read_manifest(root)
     if manifest is None:
@@ -929,14 +929,14 @@ def self_test(root: Path, python: str) -> int:
     home = root / manifest["ext_root"]
     if not (home / "graph_engine").is_dir():  # a plugin: the package is beside extensions/python/
         home = home.parent
-    if not (home / "graph_engine" / "host" / "selftest.py").is_file():
-        raise Refused(f"{home / 'graph_engine' / 'host' / 'selftest.py'} is missing; run the installer again to "
+    if not (home / "graph_engine" / "hosts" / "agent_zero" / "selftest.py").is_file():
+        raise Refused(f"{home / 'graph_engine' / 'hosts' / 'agent_zero' / 'selftest.py'} is missing; run the installer again to "
                       "restore it")
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(home))
     for key in ("GRAPH_ENGINE_LIBRARY", "GRAPH_ENGINE_HOME", "GRAPH_ENGINE_RUNS_DIR"):
         env.pop(key, None)
     try:
-        return subprocess.run([python, "-B", "-m", "graph_engine.host.selftest", "--a0-root", str(root)],
+        return subprocess.run([python, "-B", "-m", "graph_engine.hosts.agent_zero.selftest", "--a0-root", str(root)],
                               env=env, cwd=str(root), timeout=900).returncode
     except (OSError, subprocess.TimeoutExpired) as exc:
         say(f"self-test: could not run {python}: {exc}; pass the framework's Python with --python PATH")

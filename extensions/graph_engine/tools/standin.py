@@ -673,7 +673,7 @@ class Session:
         self.history.append({"ai": True, "content": raw})
 
     def _end_pass(self, loop: LoopData, prompt_extras: dict[str, Any], reply: Reply | None) -> PassRecord:
-        adapter = sys.modules.get("graph_engine.host.adapter")
+        adapter = sys.modules.get("graph_engine.hosts.agent_zero.adapter")
         if self.wait_for_display and adapter is not None:
             adapter.wait_for_display()  # drawn off the loop: waited for here, so that tests see them
         self.saved = self._saved_data()  # message_loop_end: Agent-Zero saves the chat at the end of a pass
@@ -715,7 +715,7 @@ class Session:
         agent.context.id = self.agent.context.id
         agent.context.log = self.agent.context.log.restored()  # the chat's log is saved with it
         agent.data = saved
-        adapter = sys.modules.get("graph_engine.host.adapter")
+        adapter = sys.modules.get("graph_engine.hosts.agent_zero.adapter")
         if adapter is not None:
             adapter._runtimes.clear()  # module-level caches do not survive a new process
         new = Session(companion=bool(self.prompts_after), selector=bool(self.before_main), layout=self.layout,

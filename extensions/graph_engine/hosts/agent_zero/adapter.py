@@ -22,23 +22,24 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from . import asking, branches, page, pressed
-from ..texts import card, render, view
-from ..core import control, engine
-from ..boundary import settings
-from .audit import AuditLog, checkpoint_path, read_checkpoint, read_lines, replace_file, runs_dir
-from .catalogue import LibraryCache
+from . import branches, page, pressed
+
+from ...session import asking
+from ...texts import card, render, view
+from ...core import control, engine
+from ...boundary import settings
+from ...session.audit import checkpoint_path, read_checkpoint, read_lines, replace_file
+from ...session import passes
+from ...session.runtime import Runtime
 from .history import (CallOutput, from_framework, new_intervention, newest_call_output, reply_before_user_message,
                       user_words)
-from ..matching import second
-from ..matching.words import is_continuation, names_plan
-from ..core.model import Plan
-from ..core.plain import as_text
-from ..boundary.reading import file_fact, read_regular
-from ..authoring.render_graph import picture_setting, run_picture
-from .salute import build_report, write_report
-from ..core.state import DATA_KEY, STATUSES, is_legacy_linear, logged, migrate_legacy, pictured, upgrade
-from ..core.state import parse as parse_state
+from ...matching import second
+from ...core.model import Plan
+from ...core.plain import as_text
+from ...boundary.reading import file_fact, read_regular
+from ...authoring.render_graph import picture_setting, run_picture
+from ...session.salute import build_report, write_report
+from ...core.state import DATA_KEY, STATUSES, is_legacy_linear, logged, migrate_legacy, pictured, upgrade
 
 CONTEXT_KEY = "htn_active_plan"
 STATE_ATTR = "_htn_state"
@@ -51,8 +52,6 @@ CHECKED_ATTR = "_graph_engine_written"  # the state object this module last wrot
 SPOOL_KEY = "graph_engine_audit_spool"  # agent data, saved with the chat: audit lines not written yet
 MAX_SPOOL_LINES = 2_000
 MAX_FULL_OUTPUT = 4 * 1024 * 1024
-MAX_LOGGED_ONCE = 4096  # (chat, warning) pairs said
-MAX_STANDING = 32  # the library's problems told to each chat that meets it
 MAX_ITERATION = 10 ** 9
 SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 ENDED = tuple(x for x in STATUSES if x != "active")
@@ -60,34 +59,6 @@ CONTROL_ATTR = "_graph_engine_control"  # the message (observation's message_id)
 CARD_ATTR = "_graph_engine_card"  # [run id, log item, what it shows, the heading, content and kvps sent] of the run's card; False: cards are off
 TOLD_ATTR = "_graph_engine_told"  # what the next call is told of a run a pressed control ended between passes
 WAKER_ATTR = "_graph_engine_waker"  # the task that goes on with an idle chat after a pressed control
-
-
-class Runtime:
-    """Process-wide: the library cache and the set of one-time messages already logged."""
-
-    def __init__(self, library_path: str, a0_root: str = "/a0") -> None:
-        self.library = LibraryCache(library_path)
-        self.a0_root = a0_root
-        self.logged_once: set[str] = set()
-        self.message_words: tuple[Any, str] = (None, "")  # the last user message object read and its words
-        self.control_words: tuple[Any, bool] = (None, False)  # the last words read as a control, or not
-        self.english_words: tuple[Any, bool] = (None, True)  # the last words read for their language
-        self.audit = AuditLog(runs_dir(a0_root))
-        self.warming = threading.Lock()  # held by the warm-up thread while it loads the library: a pass waits
-        self.held: list[str] = []  # problem lines the warm-up's load found, said by the next pass
-        self.standing: list[str] = []  # the problems of the library version in use, told to each chat once
-        self.standing_of: Any = None  # that version
-
-    @property
-    def org_dir(self) -> str:
-        return os.path.join(self.a0_root, "usr", "organizations")
-
-    def lookup(self, plan_id: str, version: str) -> Plan | None:
-        library = self.library.current
-        current = library.get(plan_id) if library is not None else None
-        if current is not None and (not version or current.version == version):
-            return current
-        return self.library.plan_version(plan_id, version) or current
 
 
 _SELECTOR_FILE = str(Path(__file__).resolve().parents[2] / "python" / "before_main_llm_call" / "_15_htn_plan_selector.py")
@@ -348,7 +319,7 @@ def _pressed_state(rt: Runtime, agent: Any) -> dict | None:
         if raw is None:
             return None
         raw = _newest_record(rt, agent, raw)
-    state = raw if raw is getattr(agent, CHECKED_ATTR, None) else _untrusted(rt, raw)[0]
+    state = raw if raw is getattr(agent, CHECKED_ATTR, None) else passes.trusted(rt, raw)[0]
     if not isinstance(state, dict) or state.get("status", "active") != "active" or state.get("branch"):
         return None
     if restored:
@@ -452,6 +423,11 @@ class _LoggedOnce:
     def __init__(self) -> None:
         self.logged_once: set[str] = set()
 
+    def once(self, key: str) -> bool:
+        new = key not in self.logged_once
+        self.logged_once.add(key)
+        return new
+
 
 _NO_RUNTIME: Any = _LoggedOnce()
 
@@ -493,24 +469,8 @@ def _prepare(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: settings.S
              joined: bool = False, request: str | None = None) -> _Pass | None:
     """What the step needs: the library, the state, the observation (``request``: the monologue's own message,
     read at a later pass than its first)."""
-    with rt.warming:  # the warm-up thread is loading the library: this pass waits for it
-        library, problems = rt.library.refresh()
-    if rt.held:
-        problems, rt.held = [*rt.held, *problems], []
-    if rt.library.recovered:  # good again after a fault: say so, and forget what was said, so that a fault
-        rt.library.recovered = False  # that comes back is reported again
-        rt.logged_once.clear()
-        count = len(library) if library is not None else 0
-        _log(agent, "info", f"[HTN] The plan library {rt.library.path} loads again ({count} plan"
-                            f"{'' if count == 1 else 's'})")
-    if library is not rt.standing_of:  # a new version of the library: what was said of the old one is past
-        rt.standing_of, rt.standing = library, []
-    if problems:
-        rt.standing = (rt.standing + [f"[HTN] {line}" for line in problems])[-MAX_STANDING:]
-    for line in rt.standing:  # each chat that meets the library is told, once
-        _log_once(rt, agent, "warning", line)
-    while rt.audit.notes:
-        _log(agent, "warning", f"[HTN] Audit log {rt.audit.notes.pop(0)}")
+    library = passes.refresh(rt, lambda level, text: _log(agent, level, text),
+                             lambda level, text: _log_once(rt, agent, level, text))
     if isinstance(getattr(agent, "data", None), dict) and agent.data.get(SPOOL_KEY):
         _flush_spool(rt, agent)  # lines a folder refused earlier: written by the first pass that can
     raw_state = getattr(agent, STATE_ATTR, None)
@@ -537,13 +497,8 @@ def _prepare(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: settings.S
         state = _reconcile(rt, agent, state)
     if state is not None and restored:
         state = _resume(rt, agent, state)
-    question = None
-    _facts(rt, obs, state)
-    if obs.user_message.strip() and obs.control_seen != obs.message_id and library is not None:
-        obs.matched = True
-        obs.match, question = asking.match_message(
-            library, agent, obs.user_message, obs.message_id, obs.domain if obs.domain_known else None,
-            obs.allowed_plans, state is not None, cfg.utility_model)
+    passes.read_facts(rt, obs, state, file_fact)
+    question = passes.matched(library, agent, obs, state is not None, cfg.utility_model)
     return _Pass(library, state, obs, question)
 
 
@@ -561,24 +516,6 @@ def _concurrent(agent: Any, cfg: settings.Settings) -> tuple[bool, str]:
     if why is None:
         why = _UNABLE.setdefault(key, branches.unable(agent))
     return not why, why
-
-
-def _facts(rt: Runtime, obs: engine.Observation, state: dict[str, Any] | None) -> None:
-    """What the step needs read before it (the core reads nothing): whether the new words only say "go on" or
-    name the running plan, and what the running step's ``file_exists`` check names on the disk."""
-    if obs.user_message.strip():
-        obs.continuation = is_continuation(obs.user_message)
-    if state is None:
-        return
-    plan = rt.lookup(state.get("plan_id", ""), state.get("plan_version", ""))
-    if plan is None:
-        return
-    if obs.user_message.strip():
-        obs.names_run_plan = names_plan(plan, obs.user_message)
-    node = plan.nodes.get(state.get("current_node", ""))
-    check = node.verify if node is not None else None
-    if check is not None and check.type == "file_exists" and check.value:
-        obs.files = {check.value: file_fact(check.value)}
 
 
 def _step(rt: Runtime, agent: Any, loop_data: Any, hook: str, p: _Pass) -> None:
@@ -750,7 +687,7 @@ def _newest_record(rt: Runtime, agent: Any, saved: Any) -> Any:
             or not isinstance(newer.get("audit_seq"), int) or not isinstance(saved.get("audit_seq", 0), int)
             or newer["audit_seq"] <= saved.get("audit_seq", 0)):
         return saved
-    checked, problem = _untrusted(rt, newer)
+    checked, problem = passes.trusted(rt, newer)
     if checked is None:
         _log_once(rt, agent, "warning", f"[HTN] The audit log's checkpoint of run {saved['run_id']} is not usable "
                                         f"({problem}); the run continues from the chat's saved state")
@@ -898,7 +835,7 @@ def _usable_state(rt: Runtime, agent: Any, raw: Any, obs: engine.Observation, so
     if raw is getattr(agent, CHECKED_ATTR, None):
         state, problem = raw, ""
     else:
-        state, problem = _untrusted(rt, raw)
+        state, problem = passes.trusted(rt, raw)
     if state is None:
         _reject(rt, agent, raw, problem, source)
         return None
@@ -909,18 +846,6 @@ def _usable_state(rt: Runtime, agent: Any, raw: Any, obs: engine.Observation, so
         _clear_state(agent)  # a run that ended in an earlier pass
         return None
     return upgrade(state)
-
-
-def _untrusted(rt: Runtime, raw: Any) -> tuple[dict | None, str]:
-    """A state this module did not write itself, read into a new value: its shape, every counter, and every
-    node it names in the plan version it ran (state.parse); the stored value is left as it was."""
-    state, problem = parse_state(raw)
-    if state is None or state.get("status", "active") != "active":
-        return state, problem
-    plan = rt.lookup(state["plan_id"], state["plan_version"])
-    if plan is None or (state["plan_version"] and plan.version != state["plan_version"]):
-        return state, ""  # the plan (version) is gone: the engine ends the run with its own message
-    return parse_state(state, plan)
 
 
 def _reject(rt: Runtime, agent: Any, raw: Any, problem: str, source: str) -> None:
@@ -981,36 +906,67 @@ def _excerpt(value: Any) -> str:
 
 
 def _apply(rt: Runtime, agent: Any, loop_data: Any, state: dict | None, fx: engine.Effects) -> None:
-    for level, text in fx.logs:
-        _log(agent, level, text)
-    if fx.final_state is not None:
-        setattr(agent, "_htn_last_run", fx.final_state)
-        _audit(rt, agent, fx.final_state)
-    if state is None:
-        _clear_state(agent)
-        if fx.ended == "escalated" and fx.final_state is not None:
-            setattr(agent, STATE_ATTR, fx.final_state)  # the supervisor reads the escalation on this pass
-    else:
-        setattr(agent, STATE_ATTR, state)
-        setattr(agent, CHECKED_ATTR, state)
-        _audit(rt, agent, state)
-    _save(agent, state)
-    if fx.pace_level:
-        setattr(agent, PACE_ATTR, fx.pace_level)
-    if fx.report is not None:
-        _report(rt, agent, fx.report)
-    ended = fx.final_state
-    if ended is not None and (state is None or ended.get("run_id") != state.get("run_id")):
-        _card(rt, agent, ended)
-        _draw_later(rt, agent, ended)
-    if state is not None:
-        _card(rt, agent, state)
-    mine = branches.branch_of(agent)
-    if mine is not None:
-        _branch_reported(rt, mine, state if state is not None else fx.final_state)
-    extras = getattr(loop_data, "extras_temporary", None)
-    if isinstance(extras, dict) and fx.context is not None:
-        extras[CONTEXT_KEY] = fx.context
+    passes.apply(Port(rt, agent, loop_data), state, fx)
+
+
+class Port:
+    """Agent-Zero as the session's host (``session.port.Host``) for one hook call: the agent, its loop data and the
+    runtime of its library.  The hook calls read the pass themselves (two hooks per pass, ``_prepare``); the
+    effects go through here."""
+
+    __slots__ = ("rt", "agent", "loop_data")
+
+    def __init__(self, rt: Runtime, agent: Any, loop_data: Any) -> None:
+        self.rt, self.agent, self.loop_data = rt, agent, loop_data
+
+    def load_state(self) -> Any:
+        raw = getattr(self.agent, STATE_ATTR, None)
+        return raw if raw is not None else _saved_state(self.agent)
+
+    def read_pass(self, state: Any) -> engine.Observation | None:
+        return observe(self.agent, self.loop_data, engine.PROMPTS_AFTER, state)
+
+    def look(self, path: str) -> str:
+        return file_fact(path)
+
+    def log(self, level: str, text: str) -> None:
+        _log(self.agent, level, text)
+
+    def save_state(self, state: dict | None, ended: dict | None) -> None:
+        """The state on the agent (the supervisor reads an escalation in the pass it ended) and in the chat's data,
+        the audit log and checkpoint, the run's card (and its picture when it ended), a branch's parent told."""
+        rt, agent = self.rt, self.agent
+        if ended is not None:
+            setattr(agent, "_htn_last_run", ended)
+            _audit(rt, agent, ended)
+        if state is None:
+            _clear_state(agent)
+            if ended is not None and ended.get("status") == "escalated":
+                setattr(agent, STATE_ATTR, ended)
+        else:
+            setattr(agent, STATE_ATTR, state)
+            setattr(agent, CHECKED_ATTR, state)
+            _audit(rt, agent, state)
+        _save(agent, state)
+        if ended is not None and (state is None or ended.get("run_id") != state.get("run_id")):
+            _card(rt, agent, ended)
+            _draw_later(rt, agent, ended)
+        if state is not None:
+            _card(rt, agent, state)
+        mine = branches.branch_of(agent)
+        if mine is not None:
+            _branch_reported(rt, mine, state if state is not None else ended)
+
+    def inject(self, text: str) -> None:
+        extras = getattr(self.loop_data, "extras_temporary", None)
+        if isinstance(extras, dict):
+            extras[CONTEXT_KEY] = text
+
+    def set_pace(self, level: str) -> None:
+        setattr(self.agent, PACE_ATTR, level)
+
+    def report(self, request: dict[str, Any]) -> None:
+        _report(self.rt, self.agent, request)
 
 
 def _clear_state(agent: Any) -> None:
@@ -1381,13 +1337,8 @@ def _log(agent: Any, level: str, text: str) -> None:
 
 def _log_once(rt: Runtime, agent: Any, level: str, text: str, key: str = "") -> None:
     """Said once to each chat that meets it (a warning that matters to a chat reaches every chat)."""
-    key = f"{_chat_id(agent)}|{key or text}"
-    if key in rt.logged_once:
-        return
-    if len(rt.logged_once) >= MAX_LOGGED_ONCE:
-        rt.logged_once.clear()
-    rt.logged_once.add(key)
-    _log(agent, level, text)
+    if rt.once(f"{_chat_id(agent)}|{key or text}"):
+        _log(agent, level, text)
 
 
 IMPORTED = True  # the module's last line: one that another thread is still importing lacks it (the loaders check)

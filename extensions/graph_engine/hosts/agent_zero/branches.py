@@ -21,8 +21,8 @@ import inspect
 import sys
 from typing import Any, Callable
 
-from ..core import control, engine
-from ..texts import render
+from ...core import control, engine
+from ...texts import render
 
 BRANCH_ATTR = "_graph_engine_branch"  # on a branch's agent: (the parent agent, the branch id)
 NUDGES = 2  # times a branch's agent that answered too early is told to go on

@@ -13,7 +13,7 @@ from scenario import BUG_MESSAGE, crash, events, exit_ok, told, use_library, ver
 from test_control import ISOLATE, at_test_step
 from test_parallel_branches import BRANCHES, checks_plan, status
 
-from graph_engine.host import adapter, pressed
+from graph_engine.hosts.agent_zero import adapter, pressed
 from graph_engine.tools.standin import SELECTOR, BranchModel, Reply, Session, cmd
 
 ROUTE = {"stop": "stop the workflow", "pause": "pause the workflow", "resume": "resume the workflow",

@@ -7,8 +7,10 @@ import os
 import pytest
 from scenario import BUG_MESSAGE, IDLE, FixtureModel, crash, message_for
 
-from graph_engine.host import adapter, audit
-from graph_engine.host.audit import read_lines
+from graph_engine.hosts.agent_zero import adapter
+
+from graph_engine.session import audit
+from graph_engine.session.audit import read_lines
 from graph_engine.core.state import DATA_KEY
 from graph_engine.tools.standin import Session
 
@@ -53,7 +55,7 @@ def run(writes: Writes, limit: int = 80, layout: str = "new") -> tuple[Session, 
             s.run_pass(reply)
         except Crash:
             crashes += 1
-            for rt in __import__("graph_engine.host.adapter", fromlist=["_runtimes"])._runtimes.values():
+            for rt in __import__("graph_engine.hosts.agent_zero.adapter", fromlist=["_runtimes"])._runtimes.values():
                 rt.audit.close_all()  # the stopped process's descriptors
             saved = s.saved
             s = s.restarted(saved)
@@ -171,7 +173,7 @@ def test_a_checkpoint_that_cannot_be_written_keeps_the_lines_with_the_chat_until
     checkpoint = os.path.join(root, f"{run_id}.state.json")
     os.remove(checkpoint)
     os.mkdir(checkpoint)  # a folder in its place: it cannot be written
-    for rt in __import__("graph_engine.host.adapter", fromlist=["_runtimes"])._runtimes.values():
+    for rt in __import__("graph_engine.hosts.agent_zero.adapter", fromlist=["_runtimes"])._runtimes.values():
         rt.audit.close_all()  # (so that the next pass writes a new snapshot)
     s.run_pass(model)
     s.run_pass(model)

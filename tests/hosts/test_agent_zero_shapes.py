@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from graph_engine.host.history import newest_call_output, reply_before_user_message, reply_tool_name, user_words
+from graph_engine.hosts.agent_zero.history import newest_call_output, reply_before_user_message, reply_tool_name, user_words
 from graph_engine.tools.standin import FIXTURES, Reply, Session, load_extension_class, terminal
 
 CAPTURES = FIXTURES / "agent_zero"

@@ -3,7 +3,7 @@
 import json
 import os
 
-from graph_engine.host.catalogue import LibraryCache
+from graph_engine.session.catalogue import LibraryCache
 
 
 def write(path, plans, mtime):
@@ -87,7 +87,7 @@ def test_bundled_library_compiles_without_problems():
 
 # ── inside Agent-Zero: reload while runs are in progress ────────────────────
 
-from graph_engine.host import adapter  # noqa: E402
+from graph_engine.hosts.agent_zero import adapter  # noqa: E402
 from scenario import exit_fail, exit_ok, fix_loop_plan, library_edited, started, use_library  # noqa: E402
 
 

@@ -13,8 +13,8 @@ from test_control import ISOLATE, at_test_step, say
 from test_plan_walks import WALKS, walk
 from test_restart_stops import at_first_failed_fix
 
-from graph_engine.host import audit
-from graph_engine.host.audit import AuditLog, checkpoint_path, journal_path, read_checkpoint, read_lines
+from graph_engine.session import audit
+from graph_engine.session.audit import AuditLog, checkpoint_path, journal_path, read_checkpoint, read_lines
 from graph_engine.tools.standin import Reply, Session
 
 

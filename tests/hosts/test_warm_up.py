@@ -8,7 +8,7 @@ import threading
 import pytest
 from scenario import BUG_MESSAGE, IDLE, use_library
 
-from graph_engine.host import adapter
+from graph_engine.hosts.agent_zero import adapter
 
 from graph_engine.core import patterns, prefilter
 from graph_engine.tools.standin import Session

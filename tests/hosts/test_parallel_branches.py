@@ -306,7 +306,7 @@ def test_the_card_and_the_component_show_the_branches_side_by_side_while_they_ru
 def test_the_salute_report_lists_the_branches():
     from datetime import datetime, timezone
 
-    from graph_engine.host.salute import build_report
+    from graph_engine.session.salute import build_report
     state = {"plan_name": "Release Checks", "status": "active", "total_steps": 5, "steps_completed": ["prepare"],
              "current_node": "fan", "events": [],
              "fork": {"node": "fan", "fan_in": "join", "max_parallel": 4, "branches": [
@@ -554,7 +554,7 @@ def test_a_branch_agent_that_never_answers_is_stopped_three_calls_after_its_bran
 def test_a_fault_while_branches_run_is_one_line_and_leaves_no_branch_agent_running(monkeypatch, tmp_path):
     """A fault in the waiting hook itself (here: reading the person's message) is one error line, the agent's loop
     goes on, and the branches' agents are stopped before the hook returns (Agent-Zero's loop would run them on)."""
-    from graph_engine.host import branches
+    from graph_engine.hosts.agent_zero import branches
     from graph_engine.tools.standin import UserMessage
     model = BranchModel({b: [status(0), status(0), Reply(final="x")] for b in BRANCHES}, delay=0.1)
     s = at_fork(monkeypatch, tmp_path, model=model)

@@ -162,7 +162,7 @@ def test_a_bad_saved_value_is_one_warning_and_its_default(a0):
 def test_the_picture_and_plan_limit_settings_reach_the_engine(a0, monkeypatch):
     (a0 / "usr" / "plugins" / PLUGIN / "config.json").write_text(json.dumps({"picture": "off", "max_plans": 3}))
     s = started(a0, "fix the bug in /tmp/test.py")
-    from graph_engine.host import adapter
+    from graph_engine.hosts.agent_zero import adapter
     rt = next(iter(adapter._runtimes.values()))
     assert len(rt.library.current) == 3 and any("only the first 3" in w for w in s.log.texts("warning"))
     cfg = settings.read(s.agent)

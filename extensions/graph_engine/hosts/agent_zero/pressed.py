@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..core.control import CANONICAL
+from ...core.control import CANONICAL
 
 KINDS = ("stop", "pause", "resume", "skip", "retry", "back", "restart")
 STOPS_BRANCHES = ("stop", "pause", "back", "restart")  # what stops the agents of branches running at once

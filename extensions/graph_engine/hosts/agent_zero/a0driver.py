@@ -15,7 +15,7 @@ this pack are timed per call. The agents that run a parallel node's branches are
 (`branch_replies`, by the branch's first node id), and each chat call may take its time (`chat_delay`, seconds, or
 {branch id: seconds} with "" for the chat's own agent); each call records its agent, branch, start and end.
 
-    python -m graph_engine.host.a0driver --a0-root DIR --script SCRIPT.json --out RESULT.json
+    python -m graph_engine.hosts.agent_zero.a0driver --a0-root DIR --script SCRIPT.json --out RESULT.json
 SCRIPT.json: {"replies": [...],
               "turns": [{"user": "text", "say": {"after_calls": N, "text": TEXT}} | {"nudge": true} |
                         {"load": CHAT_ID} | {"wait": SECONDS} | {"write": PATH, "text": TEXT}],
@@ -142,7 +142,7 @@ def _caller() -> tuple[str, object]:
 
 
 def _branch(agent) -> str:
-    """The branch id of an agent that runs a parallel node's branch (graph_engine.host.branches), else ""."""
+    """The branch id of an agent that runs a parallel node's branch (graph_engine.hosts.agent_zero.branches), else ""."""
     found = getattr(agent, "__dict__", {}).get("_graph_engine_branch")
     return found[1] if isinstance(found, tuple) and len(found) == 2 else ""
 
@@ -393,14 +393,14 @@ def _result(session: Session, chat_id: str, outcome: list, waited: list) -> dict
 
 def _engine_loaded() -> dict:
     """What of the engine this process holds (after a wait: what the warm-up did before the message)."""
-    adapter = sys.modules.get("graph_engine.host.adapter")
+    adapter = sys.modules.get("graph_engine.hosts.agent_zero.adapter")
     runtimes = getattr(adapter, "_runtimes", {}) if adapter is not None else {}
     return {"engine_imported": adapter is not None,
             "libraries_loaded": sum(rt.library.current is not None for rt in list(runtimes.values()))}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m graph_engine.host.a0driver")
+    parser = argparse.ArgumentParser(prog="python -m graph_engine.hosts.agent_zero.a0driver")
     parser.add_argument("--a0-root", required=True)
     parser.add_argument("--script", required=True)
     parser.add_argument("--out", required=True)
@@ -448,10 +448,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _count_writes(stop: dict | None, save: Callable[[], None]) -> list[int]:
-    """Every write of a run's files counted (``graph_engine.host.audit._write``); with ``stop`` ({"at": N, "cut":
+    """Every write of a run's files counted (``graph_engine.session.audit._write``); with ``stop`` ({"at": N, "cut":
     "before" | "inside" | "after"}) the process stops at write number N, as a kill -9 would: before it, halfway
     through it or right after it (the crash-point tests of the real loop)."""
-    from graph_engine.host import audit
+    from graph_engine.session import audit
     count = [0]
     plain = audit._write
 
@@ -475,7 +475,7 @@ def _count_writes(stop: dict | None, save: Callable[[], None]) -> list[int]:
 def wait_for_pictures() -> None:
     """The pictures of ended runs are drawn off the loop: wait for them before the process ends or they are
     looked for (the engine's adapter, as the extension files loaded it)."""
-    adapter = sys.modules.get("graph_engine.host.adapter")
+    adapter = sys.modules.get("graph_engine.hosts.agent_zero.adapter")
     if adapter is not None and hasattr(adapter, "wait_for_display"):
         adapter.wait_for_display()
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from scenario import BUG_MESSAGE, IDLE, crash, started
 
 from graph_engine.core.plain import as_text
-from graph_engine.host.history import newest_call_output, reply_before_user_message, user_words
+from graph_engine.hosts.agent_zero.history import newest_call_output, reply_before_user_message, user_words
 from graph_engine.core.state import DATA_KEY
 from graph_engine.tools.standin import Reply, Session, UserMessage, cmd, tool_reply
 
@@ -198,7 +198,7 @@ def test_a_tool_result_from_another_extension_with_a_dict_is_judged(monkeypatch,
 
 def test_a_fault_before_the_engine_runs_is_one_log_line_not_an_exception(monkeypatch):
     """Reading the settings or finding the runtime is inside the hook's guard too."""
-    from graph_engine.host import adapter
+    from graph_engine.hosts.agent_zero import adapter
     from graph_engine.boundary import settings
     from graph_engine.tools.standin import Session
 

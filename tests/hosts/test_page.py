@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scenario import IDLE, use_library
 
-from graph_engine.host import adapter, page
+from graph_engine.hosts.agent_zero import adapter, page
 from graph_engine.texts import view as component
 from graph_engine.tools.demo import cards
 from graph_engine.tools.standin import ROOT, Agent, Log, Session, cmd, install_framework

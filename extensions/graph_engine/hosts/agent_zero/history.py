@@ -10,8 +10,8 @@ import json
 import re
 from typing import Any, Sequence
 
-from ..core.message import CallOutput
-from ..core.plain import as_text
+from ...core.message import CallOutput
+from ...core.plain import as_text
 
 COMPRESSED_MARK = "CHARACTERS REMOVED"
 _TOOL_NAME = re.compile(r'"tool_name"\s*:\s*"((?:[^"\\]|\\.)*)"')

@@ -11,9 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scenario import TRIGGER_CASES, ready
 
-from graph_engine.host import adapter, catalogue
+from graph_engine.hosts.agent_zero import adapter
+
+from graph_engine.session import catalogue
 from graph_engine.matching import decide, words as matching
-from graph_engine.host.catalogue import Catalogue, LibraryCache, common_prefix, common_suffix, scan_document
+from graph_engine.session.catalogue import Catalogue, LibraryCache, common_prefix, common_suffix, scan_document
 from graph_engine.authoring.library import check_document, load_library_file
 from graph_engine.matching.decide import best_match
 from graph_engine.matching.words import TriggerIndex, normalise, request_text, score_plan
@@ -402,7 +404,7 @@ def test_the_library_folder_is_listed_again_only_when_it_changed(tmp_path, monke
 
 
 def test_a_meaning_index_that_cannot_be_built_leaves_matching_by_phrases_and_is_said_once(monkeypatch, tmp_path):
-    from graph_engine.host.catalogue import LibraryCache
+    from graph_engine.session.catalogue import LibraryCache
     from graph_engine.tools.standin import LIBRARY
 
     def broken(*args, **kwargs):

@@ -8,7 +8,7 @@ import time
 import pytest
 from scenario import IDLE, FixtureModel, events, exit_ok, fix_loop_plan, message_for, use_library
 
-from graph_engine.host.audit import read_lines, replay_path
+from graph_engine.session.audit import read_lines, replay_path
 from graph_engine.tools.standin import FIXTURES, Agent, Reply, Session, cmd
 from graph_engine.core.state import DATA_KEY
 

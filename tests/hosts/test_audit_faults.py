@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from scenario import IDLE, crash, started
 
-from graph_engine.host.adapter import SPOOL_KEY
-from graph_engine.host.audit import read_lines
+from graph_engine.hosts.agent_zero.adapter import SPOOL_KEY
+from graph_engine.session.audit import read_lines
 from graph_engine.tools.standin import ROOT, Reply, cmd
 
 ISOLATE = cmd("grep -n divide /tmp/test.py", "3:    return a / b")

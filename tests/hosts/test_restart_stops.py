@@ -7,7 +7,7 @@ from pathlib import Path
 
 from scenario import FixtureModel, started
 
-from graph_engine.host.audit import read_lines
+from graph_engine.session.audit import read_lines
 from graph_engine.tools.standin import NUDGE, Session
 
 
@@ -117,7 +117,7 @@ def test_a_checkpoint_cut_short_by_a_stop_mid_write_is_passed_over_and_the_chat_
 
 
 def test_a_checkpoint_written_again_replaces_a_longer_one_whole(tmp_path):
-    from graph_engine.host.audit import checkpoint_path, read_checkpoint, write_checkpoint
+    from graph_engine.session.audit import checkpoint_path, read_checkpoint, write_checkpoint
 
     log = str(tmp_path / "run.jsonl")
     write_checkpoint(log, {"run_id": "r", "notes": "x" * 5000})

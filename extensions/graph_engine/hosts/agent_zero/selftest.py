@@ -1,7 +1,7 @@
 """The self-test: a short bug fix through the INSTALLED pack, inside the user's own Agent-Zero.
 
     install_graph_engine.sh --self-test [--a0-root DIR] [--python PATH]
-    python -m graph_engine.host.selftest --a0-root DIR         (with the installed package importable)
+    python -m graph_engine.hosts.agent_zero.selftest --a0-root DIR         (with the installed package importable)
 
 It runs Agent-Zero's real message loop in a temporary chat (see `a0driver`): the model's replies are scripted,
 so nothing is sent to any model and no tokens are spent; the commands are real and run in a temporary folder.
@@ -191,7 +191,7 @@ def _unlink(path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m graph_engine.host.selftest",
+    parser = argparse.ArgumentParser(prog="python -m graph_engine.hosts.agent_zero.selftest",
                                      description="Run a short scripted bug fix through the installed pack.")
     parser.add_argument("--a0-root", default="/a0", help="the Agent-Zero root (default /a0)")
     args = parser.parse_args(argv)
