@@ -22,7 +22,7 @@ from typing import Any, Awaitable, Callable
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "extensions"))
 
-from graph_engine.hosts.agent_zero import adapter  # noqa: E402
+from graph_engine.hosts.agent_zero import adapter, cards  # noqa: E402
 from graph_engine.tools import standin as a0  # noqa: E402
 from graph_engine.authoring.library import build_library  # noqa: E402
 
@@ -202,7 +202,7 @@ def cold_pass_us(passes: int, between_ms: float = 20.0) -> float:
         while len(out) < passes:
             other_work(between_ms)
             ns = await driver.one_pass()
-            adapter.wait_for_display()  # a picture is drawn while Agent-Zero works: not in the next pass
+            cards.wait_for_display()  # a picture is drawn while Agent-Zero works: not in the next pass
             if ns >= 0:
                 out.append(ns / 1000)
         return statistics.median(out)
@@ -227,7 +227,7 @@ def ending_pass_us(runs: int) -> dict[str, float]:
             if ns >= 0:
                 (ends if ended else middles).append(ns / 1000)
             if ended:
-                assert adapter.wait_for_display(), "a picture was not drawn within 30 s"
+                assert cards.wait_for_display(), "a picture was not drawn within 30 s"
         return {"median": statistics.median(ends), "middle": statistics.median(middles), "runs": len(ends)}
 
     gc.collect()
@@ -519,17 +519,17 @@ def side_by_side(passes: int) -> dict[str, Any]:
                "langgraph": lg.Driver(plan, lg.InMemorySaver(), output_for)}
     batches = {"graph_engine": 200, "graph_engine_card": 200, "langgraph": 20}  # about as long each
     times: dict[str, list[float]] = {k: [] for k in drivers}
-    real_card = adapter._card
+    real_card = cards.show
 
     async def one(key: str) -> int:
         if key == "langgraph":
             return drivers[key].one_pass()
         if key == "graph_engine":  # the card's log update left out: LangGraph's pass updates no display
-            adapter._card = lambda *args, **kwargs: None
+            cards.show = lambda *args, **kwargs: None
         try:
             return await drivers[key].one_pass()
         finally:
-            adapter._card = real_card
+            cards.show = real_card
 
     async def run() -> None:
         for key in drivers:

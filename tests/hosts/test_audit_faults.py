@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from scenario import IDLE, crash, started
 
-from graph_engine.hosts.agent_zero.adapter import SPOOL_KEY
+from graph_engine.hosts.agent_zero.keeping import SPOOL_KEY
 from graph_engine.session.audit import read_lines
 from graph_engine.tools.standin import ROOT, Reply, cmd
 

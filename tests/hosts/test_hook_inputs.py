@@ -198,7 +198,7 @@ def test_a_tool_result_from_another_extension_with_a_dict_is_judged(monkeypatch,
 
 def test_a_fault_before_the_engine_runs_is_one_log_line_not_an_exception(monkeypatch):
     """Reading the settings or finding the runtime is inside the hook's guard too."""
-    from graph_engine.hosts.agent_zero import adapter
+    from graph_engine.hosts.agent_zero import adapter, lines
     from graph_engine.boundary import settings
     from graph_engine.tools.standin import Session
 
@@ -212,4 +212,4 @@ def test_a_fault_before_the_engine_runs_is_one_log_line_not_an_exception(monkeyp
     s.run_pass(IDLE)  # both hooks run; neither raises
     errors = [i.heading for i in s.log.logs if i.type == "error"]
     assert len(errors) == 1 and "RuntimeError" in errors[0] and "settings store unreadable" in errors[0]
-    assert adapter._NO_RUNTIME.logged_once or any(rt.logged_once for rt in adapter._runtimes.values())
+    assert lines.NO_RUNTIME.logged_once or any(rt.logged_once for rt in adapter._runtimes.values())

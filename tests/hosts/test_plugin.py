@@ -13,7 +13,8 @@ from graph_engine import __version__
 
 from graph_engine.boundary import settings
 from graph_engine.tools import dagre
-from graph_engine.tools.standin import ROOT, Session, flat_yaml, install_plugin_helpers
+from graph_engine.tools.plugins_dialog import flat_yaml
+from graph_engine.tools.standin import ROOT, Session, install_plugin_helpers
 
 PLUGIN = "graph_workflow_engine"
 
@@ -184,8 +185,9 @@ import sys  # noqa: E402
 from test_install import LEGACY_SELECTOR, MY_LINEAR, make_tree, manifest, run, snapshot  # noqa: E402
 
 from graph_engine.tools import installer  # noqa: E402
-from graph_engine.tools.standin import (Reply, _run_plugin_hook, install_plugin_git,  # noqa: E402
-                                        install_plugin_zip, load_extension_class, terminal, uninstall_plugin)
+from graph_engine.tools.plugins_dialog import (install_plugin_git, install_plugin_zip, run_plugin_hook,  # noqa: E402
+                                               uninstall_plugin)
+from graph_engine.tools.standin import Reply, load_extension_class, terminal  # noqa: E402
 
 LEGACY = "usr/extensions/python/before_main_llm_call/_15_htn_plan_selector.py"
 
@@ -331,10 +333,10 @@ def test_an_update_keeps_the_users_library_and_settings(tmp_path, plugin_zip, ow
     plugin = root / "usr" / "plugins" / PLUGIN
     (plugin / "config.json").write_text('{"card": false}')
     library = plugin / "extensions/python/before_main_llm_call/htn_plan_library.json"
-    kept = Path(_run_plugin_hook(plugin, "pre_update"))
+    kept = Path(run_plugin_hook(plugin, "pre_update"))
     assert (kept / f"usr/plugins/{PLUGIN}/config.json").read_text() == '{"card": false}'
     assert (kept / library.relative_to(root)).read_bytes() == library.read_bytes()
-    _run_plugin_hook(plugin, "install")  # Agent-Zero calls install() again after pulling the update
+    run_plugin_hook(plugin, "install")  # Agent-Zero calls install() again after pulling the update
     assert json.loads(library.read_text())["plans"]["my_linear"] == MY_LINEAR
     uninstall_plugin(root, PLUGIN)
     assert (root / LEGACY).read_text() == LEGACY_SELECTOR

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scenario import TRIGGER_CASES, ready
 
-from graph_engine.hosts.agent_zero import adapter
+from graph_engine.hosts.agent_zero import adapter, reading
 
 from graph_engine.session import catalogue
 from graph_engine.matching import decide, words as matching
@@ -322,8 +322,8 @@ def test_may_start_says_no_only_when_no_plan_can_match(specs, text):
 def test_a_message_that_starts_nothing_reads_only_the_message(monkeypatch):
     """Both hooks of such a pass read the message's words once and the trigger index; no observation is made
     (no pass counted, no monologue id drawn), and the next message that names a plan still starts it."""
-    observed, real_observe = [], adapter.observe
-    monkeypatch.setattr(adapter, "observe", lambda *a, **k: observed.append(a[2]) or real_observe(*a, **k))
+    observed, real_observe = [], reading.observe
+    monkeypatch.setattr(reading, "observe", lambda *a, **k: observed.append(a[2]) or real_observe(*a, **k))
     ready(Session())  # another chat of the process loaded the library and the meaning model (until the model is
     observed.clear()  # loaded, the utility model may decide a message)
     s = Session()
@@ -331,7 +331,7 @@ def test_a_message_that_starts_nothing_reads_only_the_message(monkeypatch):
         s.user(text)
         s.run_pass(cmd("ls", "x"))
         assert observed == [] and s.state is None
-        assert adapter.MONOLOGUE_KEY not in s.loop.params_persistent
+        assert reading.MONOLOGUE_KEY not in s.loop.params_persistent
         assert getattr(s.agent, "_graph_engine_pass", None) is None
     s.user("Fix the bug in /tmp/calc.py: average([]) crashes with ZeroDivisionError")
     s.run_pass(cmd("ls", "x"))

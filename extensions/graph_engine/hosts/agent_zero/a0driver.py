@@ -475,9 +475,9 @@ def _count_writes(stop: dict | None, save: Callable[[], None]) -> list[int]:
 def wait_for_pictures() -> None:
     """The pictures of ended runs are drawn off the loop: wait for them before the process ends or they are
     looked for (the engine's adapter, as the extension files loaded it)."""
-    adapter = sys.modules.get("graph_engine.hosts.agent_zero.adapter")
-    if adapter is not None and hasattr(adapter, "wait_for_display"):
-        adapter.wait_for_display()
+    cards = sys.modules.get("graph_engine.hosts.agent_zero.cards")
+    if cards is not None and hasattr(cards, "wait_for_display"):
+        cards.wait_for_display()
 
 
 if __name__ == "__main__":
