@@ -176,3 +176,12 @@ def test_every_host_shows_each_call_the_same_workflow_text(sc, tmp_path, monkeyp
     assert texts["agent_zero"] == texts["chat"]
     if sc.verdicts:
         assert any("[WORKFLOW" in text for turn in texts["chat"] for text in turn)
+
+
+def test_both_hosts_implement_the_port(tmp_path):
+    from graph_engine.hosts.agent_zero.adapter import Port
+    from graph_engine.session.port import Host
+    rt = Runtime(str(tmp_path / "none.json"), str(tmp_path))
+    assert isinstance(ChatHost(rt, lambda words, shown: Reply(text="hi")), Host)
+    assert isinstance(Port(rt, object(), object()), Host)
+    assert not isinstance(object(), Host)  # (the check can fail)
