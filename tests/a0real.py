@@ -123,7 +123,7 @@ class A0Copy:
         return found[0]
 
     def package_home(self) -> Path:
-        return self.installed("a0driver.py").parent.parent.parent  # graph_engine/hosts/agent_zero/a0driver.py
+        return self.installed("a0driver.py").parents[3]  # <home>/graph_engine/hosts/agent_zero/a0driver.py
 
     # ── one Agent-Zero process ──────────────────────────────────────────────
     def run(self, turns: list, replies: list[str], context_window: int | None = None,
