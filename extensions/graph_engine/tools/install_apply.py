@@ -64,19 +64,36 @@ def touched_dirs(plan: Plan) -> list[Path]:
 
 
 def install(plan: Plan, dry_run: bool) -> dict:
-    layout, root = plan.layout, plan.layout.root
+    """Say each action, then (unless ``dry_run``) do them: the manifest written, with ``_run`` (what this run
+    backed up and created, for ``rollback``); {} on a dry run."""
+    root = plan.layout.root
     verb = "would" if dry_run else "will"
-    backup_rel = None
     to_backup = [*plan.replace, *plan.move_out, *plan.remove,
                  *[r for r in plan.files if r not in plan.replace and (root / r).is_file()]]
-    if to_backup:
-        act("backup", f"{verb} copy {len(to_backup)} file(s) to {root / STATE_DIR / 'backups'}/<time>/")
+    created = new_folders(plan)
+    say_actions(plan, verb, to_backup, created)
+    if dry_run:
+        return {}
+    return write_install(plan, to_backup, created)
+
+
+def new_folders(plan: Plan) -> list[str]:
+    """The folders the plan's files need that are not there yet (relative to the root; repeats possible)."""
+    root = plan.layout.root
     created = []
     for rel in plan.files:
         parent = (root / rel).parent
         while not parent.exists() and parent != root:
-            created.append(layout.rel(parent))
+            created.append(plan.layout.rel(parent))
             parent = parent.parent
+    return created
+
+
+def say_actions(plan: Plan, verb: str, to_backup: list[str], created: list[str]) -> None:
+    """One line per action an install would do (or will do), then what happens to the user's plans."""
+    root = plan.layout.root
+    if to_backup:
+        act("backup", f"{verb} copy {len(to_backup)} file(s) to {root / STATE_DIR / 'backups'}/<time>/")
     for rel in sorted(set(created), key=len):
         act("mkdir", f"{verb} create {rel}/")
     for rel in plan.files:
@@ -88,8 +105,12 @@ def install(plan: Plan, dry_run: bool) -> dict:
         act("remove", f"{verb} remove {rel} (installed by an earlier version of this pack)")
     act("cache", f"{verb} clear __pycache__ entries of the files above")
     report_user_plans(plan, verb)
-    if dry_run:
-        return {}
+
+
+def write_install(plan: Plan, to_backup: list[str], created: list[str]) -> dict:
+    """Back up, write, move aside and remove as planned; write the manifest and return it (with ``_run``)."""
+    layout, root = plan.layout, plan.layout.root
+    backup_rel = None
     state_created = not (root / STATE_DIR).exists()
     if to_backup:
         backup = new_backup_dir(root)

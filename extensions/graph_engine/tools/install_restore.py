@@ -39,16 +39,7 @@ def uninstall(root: Path, dry_run: bool, keep_under: Path | None = None) -> int:
     if dry_run:
         return 0
     if changed_by_user:
-        keep = new_backup_dir(root)
-        for rel in changed_by_user:
-            (keep / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(root / rel, keep / rel)
-            say(f"kept your edited copy of {rel} in {keep / rel}")
-            if rel.endswith("/" + LIBRARY):
-                added = added_plans(root, rel, manifest)
-                if added:
-                    say(f"  it holds your plans {', '.join(added)}, which the restored library does not have: copy "
-                        f"them back from there when you need them")
+        keep_edited_copies(root, changed_by_user, manifest)
     for e in manifest["installed"]:
         path = root / e["path"]
         if path.is_file() and not (keep_under is not None and path.is_relative_to(keep_under)):
@@ -60,14 +51,7 @@ def uninstall(root: Path, dry_run: bool, keep_under: Path | None = None) -> int:
         if file_sha(dest) != o["sha256"]:
             raise Refused(f"restored {dest} does not match its recorded sha256; the backup is in {o['backup']}")
     clear_caches(root, [e["path"] for e in manifest["installed"]] + [o["path"] for o in manifest["originals"]])
-    for rel in sorted(manifest.get("created_dirs", []), key=len, reverse=True):
-        folder = root / rel
-        if keep_under is not None and folder.is_relative_to(keep_under):
-            continue
-        cache = folder / "__pycache__"
-        if cache.is_dir() and not any(cache.iterdir()):
-            cache.rmdir()
-        remove_if_empty(folder)
+    remove_created_dirs(root, manifest.get("created_dirs", []), keep_under)
     (root / STATE_DIR / MANIFEST).unlink()  # each backup folder holds the manifest as it was when it was made
     if keep_under is not None:  # deleting the plugin leaves the tree as it was before it was installed
         drop_restored_backups(root, manifest.get("backups", []), keep_under)
@@ -76,6 +60,33 @@ def uninstall(root: Path, dry_run: bool, keep_under: Path | None = None) -> int:
         + (f"kept: {', '.join(kept)}" if kept else f"nothing of the pack is left in {root}"))
     return 0
 
+
+def keep_edited_copies(root: Path, rels: list[str], manifest: dict) -> None:
+    """Before an uninstall removes them: the pack's files the user changed (or added plans to), copied to a new
+    backup folder, each named (and a library's added plans)."""
+    keep = new_backup_dir(root)
+    for rel in rels:
+        (keep / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / rel, keep / rel)
+        say(f"kept your edited copy of {rel} in {keep / rel}")
+        if rel.endswith("/" + LIBRARY):
+            added = added_plans(root, rel, manifest)
+            if added:
+                say(f"  it holds your plans {', '.join(added)}, which the restored library does not have: copy "
+                    f"them back from there when you need them")
+
+
+def remove_created_dirs(root: Path, created: list[str], keep_under: Path | None) -> None:
+    """The folders the pack created, deepest first, when nothing is left in them (an empty __pycache__ aside);
+    not those under ``keep_under``."""
+    for rel in sorted(created, key=len, reverse=True):
+        folder = root / rel
+        if keep_under is not None and folder.is_relative_to(keep_under):
+            continue
+        cache = folder / "__pycache__"
+        if cache.is_dir() and not any(cache.iterdir()):
+            cache.rmdir()
+        remove_if_empty(folder)
 
 def drop_restored_backups(root: Path, backups: list[str], keep_under: Path) -> None:
     """Remove the backup folders that hold nothing the tree does not have again byte for byte (a file under
