@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "extensions"))
@@ -49,78 +50,102 @@ def main() -> int:
         picture = os.environ.get("GRAPH_ENGINE_PICTURE")
         os.environ["GRAPH_ENGINE_PICTURE"] = "off"  # per pass: a run's last pass draws no picture (own row)
         adapter._runtimes.clear()
-        starts: list[float] = []
-        main_driver = Driver(2000)
-        main_times = sorted(per_pass(2000, n, starts=starts, driver=main_driver))
-        while (getattr(main_driver.agent, "_htn_state", None) or {}).get("status") != "active":
-            asyncio.run(main_driver.one_pass())
-        parts = judged_pass_parts_us(main_driver)
-        inside = in_pass_costs(n // 8)
-        no_result, no_result_calibration = no_result_pass_us(n // 4)
-        new_message, new_message_calibration = new_message_pass_us(n // 4)
-        meaning_message, _ = new_message_pass_us(n // 4, CHAT)
-        idle, idle_calibration = idle_pass_us(n // 4)
-        by_history = interleaved({str(h): Driver(h) for h in (100, 1000, 10000)}, n // 4)
-        by_nodes = per_pass_by_nodes((10, 500, 5000), n // 4)
-        by_result = per_pass_by_result_size(n // 40)
-        profile = profile_summary(n // 10)
-        side = side_by_side(n // 4)
+        m = pass_figures(n)
         calibration.append(calibration_us())
         if picture is None:
             os.environ.pop("GRAPH_ENGINE_PICTURE")
         else:
             os.environ["GRAPH_ENGINE_PICTURE"] = picture
-        pictures = picture_ms()
-        ending = ending_pass_us(n // 40)
-        cold_pass = cold_pass_us(n // 40)
-        look = library_look_us()
-        cold = library_load_ms()
-        schema = schema_ms()
-        libraries = library_rows()
-        big = full_check_1000_ms()
-        state_bytes = state_bytes_after(10_000)
-        dot_ms, dot_cpu_ms = dot_parse_ms()
+        m.update(other_figures(n))
     calibration.append(calibration_us())
+    results = results_of(m, calibration)
+    results["ratios"] = {k: round(v, 3) for k, v in ratios(results).items()}
+    return report(results, m["profile"], quick)
+
+
+def pass_figures(n: int) -> dict[str, Any]:
+    """The rows of passes, ``n`` judged passes for the main row (fewer for the others), pictures off."""
+    m: dict[str, Any] = {"starts": []}
+    main_driver = Driver(2000)
+    m["main_times"] = sorted(per_pass(2000, n, starts=m["starts"], driver=main_driver))
+    while (getattr(main_driver.agent, "_htn_state", None) or {}).get("status") != "active":
+        asyncio.run(main_driver.one_pass())
+    m["parts"] = judged_pass_parts_us(main_driver)
+    m["inside"] = in_pass_costs(n // 8)
+    m["no_result"], m["no_result_calibration"] = no_result_pass_us(n // 4)
+    m["new_message"], m["new_message_calibration"] = new_message_pass_us(n // 4)
+    m["meaning_message"], _ = new_message_pass_us(n // 4, CHAT)
+    m["idle"], m["idle_calibration"] = idle_pass_us(n // 4)
+    m["by_history"] = interleaved({str(h): Driver(h) for h in (100, 1000, 10000)}, n // 4)
+    m["by_nodes"] = per_pass_by_nodes((10, 500, 5000), n // 4)
+    m["by_result"] = per_pass_by_result_size(n // 40)
+    m["profile"] = profile_summary(n // 10)
+    m["side"] = side_by_side(n // 4)
+    return m
+
+
+def other_figures(n: int) -> dict[str, Any]:
+    """The rows after the passes: pictures (as the user set them), the ending and cold passes, the library's."""
+    m: dict[str, Any] = {}
+    m["pictures"] = picture_ms()
+    m["ending"] = ending_pass_us(n // 40)
+    m["cold_pass"] = cold_pass_us(n // 40)
+    m["look"] = library_look_us()
+    m["cold"] = library_load_ms()
+    m["schema"] = schema_ms()
+    m["libraries"] = library_rows()
+    m["big"] = full_check_1000_ms()
+    m["state_bytes"] = state_bytes_after(10_000)
+    m["dot_ms"], m["dot_cpu_ms"] = dot_parse_ms()
+    return m
+
+
+def results_of(m: dict[str, Any], calibration: list[float]) -> dict[str, Any]:
+    """bench/results.json's figures (without the ratios) from the measured ``m``."""
+    main_times, starts, cold = m["main_times"], m["starts"], m["cold"]
     median = statistics.median(main_times)
     p99 = main_times[int(len(main_times) * 0.99) - 1]
-    results = {
+    return {
         "per_pass_us": {"median": round(median, 2), "p99": round(p99, 2), "passes": len(main_times)},
-        "judged_pass_parts_us": parts,
-        "in_pass_costs_us": inside,
-        "per_pass_no_result_us": round(no_result, 2),
-        "new_message_pass_us": round(new_message, 2),
-        "meaning_message_pass_us": round(meaning_message, 2),
+        "judged_pass_parts_us": m["parts"],
+        "in_pass_costs_us": m["inside"],
+        "per_pass_no_result_us": round(m["no_result"], 2),
+        "new_message_pass_us": round(m["new_message"], 2),
+        "meaning_message_pass_us": round(m["meaning_message"], 2),
         "match_10_ms": [round(v, 4) for v in shipped_match_ms()],
-        "calibration_beside_us": {"no_result": round(no_result_calibration, 2),
-                                  "new_message": round(new_message_calibration, 2),
-                                  "idle": round(idle_calibration, 2)},
+        "calibration_beside_us": {"no_result": round(m["no_result_calibration"], 2),
+                                  "new_message": round(m["new_message_calibration"], 2),
+                                  "idle": round(m["idle_calibration"], 2)},
         "activation_pass_us": {"median": round(statistics.median(starts), 2), "passes": len(starts)},
-        "idle_pass_us": {"median": round(idle, 2)},
-        "per_pass_us_by_history": {k: round(v, 2) for k, v in by_history.items()},
-        "per_pass_us_by_nodes": {k: round(v, 2) for k, v in by_nodes.items()},
-        "per_pass_us_by_result": {k: round(v, 2) for k, v in by_result.items()},
+        "idle_pass_us": {"median": round(m["idle"], 2)},
+        "per_pass_us_by_history": {k: round(v, 2) for k, v in m["by_history"].items()},
+        "per_pass_us_by_nodes": {k: round(v, 2) for k, v in m["by_nodes"].items()},
+        "per_pass_us_by_result": {k: round(v, 2) for k, v in m["by_result"].items()},
         "library_load_ms": round(cold["load_ms"], 2),
         "library_load_cpu_ms": round(cold["load_cpu_ms"], 2),
         "library_load_calibration_us": round(cold["calibration_us"], 2),
         "engine_import_ms": round(cold["import_ms"], 2),
-        "schema_ms": schema,
-        "library_1000_plans_load_ms": round(big, 1),
-        "library_1000": libraries["1000"],
-        "library_10000": libraries["10000"],
-        "langgraph": side,
-        "ending_pass_us": {k: round(v, 2) for k, v in ending.items()},
-        "cold_pass_us": round(cold_pass, 2),
-        "library_look_us": round(look, 2),
-        "picture_ms": pictures,
-        "dot_parse_200_nodes_ms": round(dot_ms, 2),
-        "dot_parse_200_nodes_cpu_ms": round(dot_cpu_ms, 2),
-        "state_bytes_after_10000_passes": state_bytes,
+        "schema_ms": m["schema"],
+        "library_1000_plans_load_ms": round(m["big"], 1),
+        "library_1000": m["libraries"]["1000"],
+        "library_10000": m["libraries"]["10000"],
+        "langgraph": m["side"],
+        "ending_pass_us": {k: round(v, 2) for k, v in m["ending"].items()},
+        "cold_pass_us": round(m["cold_pass"], 2),
+        "library_look_us": round(m["look"], 2),
+        "picture_ms": m["pictures"],
+        "dot_parse_200_nodes_ms": round(m["dot_ms"], 2),
+        "dot_parse_200_nodes_cpu_ms": round(m["dot_cpu_ms"], 2),
+        "state_bytes_after_10000_passes": m["state_bytes"],
         "calibration_us": round(statistics.median(calibration), 2),
         "machine": {"python": platform.python_version(), "platform": platform.platform(),
                     "cpus": os.cpu_count(), "processor": platform.processor() or platform.machine(),
                     "date": time.strftime("%Y-%m-%d")},
     }
-    results["ratios"] = {k: round(v, 3) for k, v in ratios(results).items()}
+
+
+def report(results: dict[str, Any], profile: str, quick: bool) -> int:
+    """Print the table and the profile, write the results (and, unless ``quick``, the docs' table)."""
     table = rows(results)
     print(f"{'measure':<72} {'figure':>30}  {'budget':<44} met")
     for name, figure, target, ok in table:
