@@ -4,6 +4,7 @@ printed by ``bench/run.py`` and written into docs/performance.md."""
 from __future__ import annotations
 
 import statistics
+from typing import Callable
 
 import tables
 from chat_driver import ROOT
@@ -68,29 +69,47 @@ def ratios(r: dict) -> dict[str, float]:
     return out
 
 
-def rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
+Row = tuple[str, str, str, bool | None]
+
+
+def rows(r: dict) -> list[Row]:
     """(measure, figure, budget, met: None for a figure that is only reported) for a results dict: the
     printed table and the README's."""
-    us = lambda v: f"{v:.1f} µs"  # noqa: E731
-    ms = lambda v: f"{v:.1f} ms" if v < 100 else f"{v:,.0f} ms"  # noqa: E731
-    hist, nodes, ratio = r["per_pass_us_by_history"], r["per_pass_us_by_nodes"], ratios(r)
-    parts, inside, side = r["judged_pass_parts_us"], r["in_pass_costs_us"], r["langgraph"]
-    small, large = r["library_1000"], r["library_10000"]
+    ratio = ratios(r)
 
     def budget(key: str, what: str) -> tuple[str, bool]:
         return f"<= {TARGETS[key]:g}x {what} ({ratio[key]:.3g}x)", ratio[key] <= TARGETS[key]
 
-    pictures = " / ".join(f"{k} {v:.2f} ms" for k, v in r["picture_ms"].items())
+    return pass_table_rows(r, budget) + library_table_rows(r, budget)
+
+
+def _us(v: float) -> str:
+    return f"{v:.1f} µs"
+
+
+def _ms(v: float) -> str:
+    return f"{v:.1f} ms" if v < 100 else f"{v:,.0f} ms"
+
+
+def langgraph_table_rows(side: dict, budget: Callable[[str, str], tuple[str, bool]]) -> list[Row]:
+    """LangGraph's pass and the judged pass beside it; one row that says it is not installed."""
     if side.get("installed"):
-        langgraph = [
+        return [
             (f"LangGraph {side['version']}, the same bug-fix graph and replay: pass, in-memory saver / SQLite",
              f"{side['langgraph_memory_us']:,.0f} / {side['langgraph_sqlite_us']:,.0f} µs", "reported", None),
             ("judged pass beside it (alternating batches), without / with the card's log update",
              f"{side['graph_engine_us']:.1f} / {side['graph_engine_card_us']:.1f} µs",
              *budget("judged_per_langgraph", "LangGraph's in-memory pass, without"))]
-    else:
-        langgraph = [("LangGraph, the same bug-fix graph and replay (`pip install -e '.[bench]'`)",
-                      "not installed", "judged pass <= 0.1x its in-memory pass", None)]
+    return [("LangGraph, the same bug-fix graph and replay (`pip install -e '.[bench]'`)",
+             "not installed", "judged pass <= 0.1x its in-memory pass", None)]
+
+
+def pass_table_rows(r: dict, budget: Callable[[str, str], tuple[str, bool]]) -> list[Row]:
+    """The table's rows of passes: the judged pass, its parts, each other kind of pass, the flatness rows."""
+    us = _us
+    hist, nodes = r["per_pass_us_by_history"], r["per_pass_us_by_nodes"]
+    parts, inside = r["judged_pass_parts_us"], r["in_pass_costs_us"]
+    langgraph = langgraph_table_rows(r["langgraph"], budget)
     return [
         ("judged pass (active run, new tool result, both hooks): median / p99",
          f"{r['per_pass_us']['median']:.0f} / {r['per_pass_us']['p99']:.0f} µs", "reported", None),
@@ -123,6 +142,15 @@ def rows(r: dict) -> list[tuple[str, str, str, bool | None]]:
         ("judged pass by tool result: " + " / ".join(r["per_pass_us_by_result"]),
          " / ".join(f"{v:,.0f}" for v in r["per_pass_us_by_result"].values()) + " µs",
          *budget("big_result_per_1mb", "the 1 MB pass")),
+    ]
+
+
+def library_table_rows(r: dict, budget: Callable[[str, str], tuple[str, bool]]) -> list[Row]:
+    """The table's rows of the library, matching, the picture, the DOT parser, the state and the calibration."""
+    us, ms = _us, _ms
+    small, large = r["library_1000"], r["library_10000"]
+    pictures = " / ".join(f"{k} {v:.2f} ms" for k, v in r["picture_ms"].items())
+    return [
         ("shipped library: load + schema + lint (fresh process, after import)", ms(r["library_load_ms"]),
          *budget("library_load_per_calibration", "that process's calibration, in CPU time")),
         ("engine import in a fresh process", ms(r["engine_import_ms"]), "reported", None),

@@ -109,19 +109,37 @@ def profile_summary(passes: int, top: int = 12) -> str:
                        "slows every call, so read the shares, not the times):"] + body)
 
 
+def judging(plan: Any, node: Any) -> Callable[[], None]:
+    """Checking and hashing a step's realistic passing output (fixtures/check_outputs.json), read from a
+    history as the hook reads it: a function to time."""
+    import hashlib
+
+    from graph_engine.core import verify
+    from graph_engine.host import history
+
+    case = next(c for c in OUTPUTS if c["plan"] == plan.id and c["node"] == node.id and c["expect"] == "pass")
+    out = history.newest_call_output([{"ai": True, "content": a0.tool_reply("code_execution_tool", case["command"])},
+                                      {"ai": False, "content": {"tool_name": "code_execution_tool",
+                                                                "tool_result": a0.terminal(case["output"])}}])
+    assert out is not None
+
+    def run() -> None:
+        ev = verify.Evidence(tool=out.tool, text=out.text, reply=out.reply)
+        text = verify.judged_text(ev)
+        verify.check(node.verify, ev, text)
+        hashlib.sha256(text.encode("utf-8", "surrogatepass")).update(out.reply.encode())
+    return run
+
 def judged_pass_parts_us(driver: Driver, reps: int = 1000) -> dict[str, float]:
     """What the main parts of a judged pass cost alone, on the live run's data: reading the newest result
     from the history; checking and hashing each step's realistic passing output (median over the plan's
     steps); rendering the context at each step (median over the steps); recording three events and writing
     their audit lines; making the card's text and updating its log item.  The rest of a pass is the
     Agent-Zero glue and the state bookkeeping."""
-    import hashlib
-
     from graph_engine.texts import card, render
 
     from graph_engine.host import history
 
-    from graph_engine.core import verify
     from graph_engine.host.audit import AuditLog
     from graph_engine.core.state import emit
 
@@ -132,20 +150,6 @@ def judged_pass_parts_us(driver: Driver, reps: int = 1000) -> dict[str, float]:
     hist = driver.history + [reply, result]
     assert history.newest_call_output(hist) is not None
     tasks = [n for n in plan.nodes.values() if n.type == "task"]
-
-    def judge(node: Any) -> Callable[[], None]:
-        case = next(c for c in OUTPUTS if c["plan"] == plan.id and c["node"] == node.id and c["expect"] == "pass")
-        out = history.newest_call_output([{"ai": True, "content": a0.tool_reply("code_execution_tool", case["command"])},
-                                          {"ai": False, "content": {"tool_name": "code_execution_tool",
-                                                                    "tool_result": a0.terminal(case["output"])}}])
-        assert out is not None
-
-        def run() -> None:
-            ev = verify.Evidence(tool=out.tool, text=out.text, reply=out.reply)
-            text = verify.judged_text(ev)
-            verify.check(node.verify, ev, text)
-            hashlib.sha256(text.encode("utf-8", "surrogatepass")).update(out.reply.encode())
-        return run
 
     with tempfile.TemporaryDirectory() as tmp:
         log = AuditLog(tmp)
@@ -165,7 +169,7 @@ def judged_pass_parts_us(driver: Driver, reps: int = 1000) -> dict[str, float]:
 
         return {
             "read newest result": round(median_us(lambda: history.newest_call_output(hist), reps), 2),
-            "check + hash": round(statistics.median(median_us(judge(n), reps) for n in tasks), 2),
+            "check + hash": round(statistics.median(median_us(judging(plan, n), reps) for n in tasks), 2),
             "render context": round(statistics.median(
                 median_us(lambda n=n: render.context(plan, dict(state, current_node=n.id)), reps) for n in tasks), 2),
             "three events + audit write": round(median_us(audit, reps), 2),
