@@ -23,12 +23,13 @@ profiler = cProfile.Profile()
 patch_extensions = a0driver.Session._patch_extensions
 
 # (label, module of graph_engine or Agent-Zero's log, attribute): what a hook call's parts are
-PARTS = (("settings", "boundary.settings", "current"), ("library look", "host.catalogue", "LibraryCache.refresh"),
-         ("observe", "host.adapter", "observe"), ("engine step", "core.engine", "step"), ("judge", "core.engine", "_judge"),
-         ("check", "core.engine", "check"), ("render", "texts.render", "context"), ("apply", "host.adapter", "_apply"),
-         ("audit", "host.adapter", "_audit"), ("audit write", "host.audit", "AuditLog.write"),
-         ("checkpoint", "host.audit", "AuditLog.checkpoint"), ("card", "host.adapter", "_card"), ("card text", "texts.card", "text"),
-         ("log item update", "log", "LogItem.update"), ("log line", "host.adapter", "_log"))
+PARTS = (("settings", "boundary.settings", "current"), ("library look", "session.catalogue", "LibraryCache.refresh"),
+         ("observe", "hosts.agent_zero.reading", "observe"), ("engine step", "core.engine", "step"),
+         ("judge", "core.engine", "_judge"), ("check", "core.engine", "check"), ("render", "texts.render", "context"),
+         ("apply", "hosts.agent_zero.adapter", "_apply"), ("audit", "hosts.agent_zero.keeping", "audit"),
+         ("audit write", "session.audit", "AuditLog.write"), ("checkpoint", "session.audit", "AuditLog.checkpoint"),
+         ("card", "hosts.agent_zero.cards", "show"), ("card text", "texts.card", "text"),
+         ("log item update", "log", "LogItem.update"), ("log line", "hosts.agent_zero.lines", "log"))
 
 
 def profiled_extensions(session) -> None:
