@@ -20,12 +20,12 @@ def main() -> int:
         print(f"Graph Workflow Engine: {exc}")
         return 1
     try:
-        selftest = importlib.import_module("graph_engine.host.selftest")
+        selftest = importlib.import_module("graph_engine.hosts.agent_zero.selftest")
     except ModuleNotFoundError as exc:
-        if exc.name != "graph_engine.host.selftest":
+        if exc.name != "graph_engine.hosts.agent_zero.selftest":
             raise
         print(f"Graph Workflow Engine {getattr(package, '__version__', '?')}: this version has no self-test "
-              "(graph_engine/host/selftest.py); the package loads, which is all that can be checked here")
+              "(graph_engine/hosts/agent_zero/selftest.py); the package loads, which is all that can be checked here")
         return 0
     root = here.parents[2] if here.parent.name == "plugins" else Path("/a0")  # <root>/usr/plugins/<name>
     return int(selftest.main(["--a0-root", str(root)]) or 0)

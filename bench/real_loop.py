@@ -2,7 +2,7 @@
 
 The real-loop harness (tests/a0real.py) copies the v1.7 tree of ``$A0_TREES``, installs the pack with its own
 installer and runs Agent-Zero's own message loop in a separate process, the model scripted
-(graph_engine.host.a0driver).  Here that process also profiles the two hooks (cProfile, around each hook call), so
+(graph_engine.hosts.agent_zero.a0driver).  Here that process also profiles the two hooks (cProfile, around each hook call), so
 that what the real loop adds shows by function.  Scenarios, each in a fresh Agent-Zero process:
 
 - a 6-call chat: the bug fix of tests/test_real_loop.py (reproduce, isolate, fix, test, regressions, answer);

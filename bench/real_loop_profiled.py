@@ -1,4 +1,4 @@
-"""The real-loop harness's Agent-Zero process (graph_engine.host.a0driver) with the pack's two hooks profiled.
+"""The real-loop harness's Agent-Zero process (graph_engine.hosts.agent_zero.a0driver) with the pack's two hooks profiled.
 
     python bench/real_loop_profiled.py PROFILE.prof|parts:PARTS.json|- --a0-root DIR --script S.json --out R.json
 
@@ -16,19 +16,20 @@ import os
 import sys
 import time
 
-from graph_engine.host import a0driver
+from graph_engine.hosts.agent_zero import a0driver
 
 PROFILE = sys.argv.pop(1)
 profiler = cProfile.Profile()
 patch_extensions = a0driver.Session._patch_extensions
 
 # (label, module of graph_engine or Agent-Zero's log, attribute): what a hook call's parts are
-PARTS = (("settings", "boundary.settings", "current"), ("library look", "host.catalogue", "LibraryCache.refresh"),
-         ("observe", "host.adapter", "observe"), ("engine step", "core.engine", "step"), ("judge", "core.engine", "_judge"),
-         ("check", "core.engine", "check"), ("render", "texts.render", "context"), ("apply", "host.adapter", "_apply"),
-         ("audit", "host.adapter", "_audit"), ("audit write", "host.audit", "AuditLog.write"),
-         ("checkpoint", "host.audit", "AuditLog.checkpoint"), ("card", "host.adapter", "_card"), ("card text", "texts.card", "text"),
-         ("log item update", "log", "LogItem.update"), ("log line", "host.adapter", "_log"))
+PARTS = (("settings", "boundary.settings", "current"), ("library look", "session.catalogue", "LibraryCache.refresh"),
+         ("observe", "hosts.agent_zero.reading", "observe"), ("engine step", "core.engine", "step"),
+         ("judge", "core.engine", "_judge"), ("check", "core.engine", "check"), ("render", "texts.render", "context"),
+         ("apply", "hosts.agent_zero.adapter", "_apply"), ("audit", "hosts.agent_zero.keeping", "audit"),
+         ("audit write", "session.audit", "AuditLog.write"), ("checkpoint", "session.audit", "AuditLog.checkpoint"),
+         ("card", "hosts.agent_zero.cards", "show"), ("card text", "texts.card", "text"),
+         ("log item update", "log", "LogItem.update"), ("log line", "hosts.agent_zero.lines", "log"))
 
 
 def profiled_extensions(session) -> None:
@@ -92,7 +93,7 @@ def timed_parts(path: str) -> None:
             wrap(owner, name, label)
 
     wrap_parts(lambda m: importlib.import_module(f"graph_engine.{m}") if m != "log" else None)
-    adapter = importlib.import_module("graph_engine.host.adapter")
+    adapter = importlib.import_module("graph_engine.hosts.agent_zero.adapter")
     run_hook = adapter.run_hook
 
     async def timed_hook(agent, loop_data, hook, ext_file, runtime=None):

@@ -1,5 +1,5 @@
 """The real-loop harness: the pack installed into a fresh copy of a real Agent-Zero tree, run by Agent-Zero's
-own message loop with only the model scripted (see `graph_engine.host.a0driver`).
+own message loop with only the model scripted (see `graph_engine.hosts.agent_zero.a0driver`).
 
     tree = A0Copy.fresh(source_tree, tmp_path)      # a copy of the tree, its environment ready
     tree.install()                                  # the pack's own installer (plugin=True: the v1.x plugin)
@@ -123,7 +123,7 @@ class A0Copy:
         return found[0]
 
     def package_home(self) -> Path:
-        return self.installed("a0driver.py").parent.parent.parent  # graph_engine/host/a0driver.py
+        return self.installed("a0driver.py").parents[3]  # <home>/graph_engine/hosts/agent_zero/a0driver.py
 
     # ── one Agent-Zero process ──────────────────────────────────────────────
     def run(self, turns: list, replies: list[str], context_window: int | None = None,
@@ -132,7 +132,7 @@ class A0Copy:
             branch_replies: dict | None = None, chat_delay=0.0, **script) -> Run:
         """Run `turns` (a text is a user message; {"nudge": True}; {"load": chat_id}) in one process.
         ``utility_rules``: utility calls holding a rule's marker get its answer; ``script``: the driver's other
-        keys (``by_step``, ``record_judged``; see graph_engine.host.a0driver)."""
+        keys (``by_step``, ``record_judged``; see graph_engine.hosts.agent_zero.a0driver)."""
         work = self.root.parent / f"run-{len(list(self.root.parent.glob('run-*')))}"
         work.mkdir()
         spec = {"turns": [{"user": t} if isinstance(t, str) else t for t in turns], "replies": replies,
@@ -143,7 +143,7 @@ class A0Copy:
         environ = {**os.environ, "PYTHONPATH": str(self.package_home()), "A0_ROOT": str(self.root),
                    "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
         environ.pop("GRAPH_ENGINE_RUNS_DIR", None)
-        done = subprocess.run([str(self.python), "-m", "graph_engine.host.a0driver", "--a0-root", str(self.root),
+        done = subprocess.run([str(self.python), "-m", "graph_engine.hosts.agent_zero.a0driver", "--a0-root", str(self.root),
                                "--script", str(work / "script.json"), "--out", str(work / "out.json")],
                               capture_output=True, text=True, env=environ, cwd=self.root, timeout=RUN_TIMEOUT)
         out = work / "out.json"

@@ -3,7 +3,7 @@
     <tree python> tests/a0ui.py --a0-root TREE --script SCRIPT.json --port PORT --calls CALLS.json
 
 Run with the installed pack on PYTHONPATH (tests/test_real_ui.py does).  SCRIPT.json: {"replies": [...], "branch_replies":
-{...}, "chat_delay": ..., "by_step": {...}} as for graph_engine.host.a0driver; each chat call the model receives is written
+{...}, "chat_delay": ..., "by_step": {...}} as for graph_engine.hosts.agent_zero.a0driver; each chat call the model receives is written
 to CALLS.json as it happens (and each reply to replies.json beside it), so a test can read what the model was told, and
 started.json says how many calls have started (a test clicks while one is under way); with "record_judged", judged.json
 holds every result the engine judged.  Nothing is sent to any model.
@@ -22,7 +22,7 @@ def main() -> None:
     parser.add_argument("--calls", required=True)
     args = parser.parse_args()
     spec = json.loads(Path(args.script).read_text())
-    from graph_engine.host import a0driver
+    from graph_engine.hosts.agent_zero import a0driver
 
     script = a0driver.Script(spec.get("replies", []), spec.get("utility_reply", "[]"), None,
                              spec.get("branch_replies"), spec.get("chat_delay") or 0.0, spec.get("by_step"))

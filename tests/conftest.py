@@ -24,7 +24,7 @@ settings.register_profile("long", max_examples=2000, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-from graph_engine.host import adapter  # noqa: E402
+from graph_engine.hosts.agent_zero import adapter, cards  # noqa: E402
 
 pytest_plugins = ["a0real"]  # the real-loop harness: fixtures a0_source, a0_tree; one line when it is skipped
 
@@ -36,9 +36,9 @@ def fresh_runtime(monkeypatch, tmp_path):
     monkeypatch.setenv("A0_ROOT", str(tmp_path / "a0"))
     monkeypatch.delenv("GRAPH_ENGINE_LIBRARY", raising=False)
     monkeypatch.delenv("GRAPH_ENGINE_PICTURE", raising=False)
-    monkeypatch.setattr(adapter, "DRAW_POLL", 0.005)  # the picture thread looks often: tests wait less
+    monkeypatch.setattr(cards, "DRAW_POLL", 0.005)  # the picture thread looks often: tests wait less
     yield
-    assert adapter.wait_for_display(), "a picture was still being drawn 30 s after the test"
+    assert cards.wait_for_display(), "a picture was still being drawn 30 s after the test"
     for rt in adapter._runtimes.values():  # a large library's background checks end with the test
         if rt.library.current is not None:
             rt.library.current.cancel()

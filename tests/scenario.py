@@ -23,7 +23,7 @@ def use_library(monkeypatch, tmp_path: Path, plans: dict[str, Any]) -> Path:
 def library_edited() -> None:
     """The engine notices the edited library file now and loads it, as its thread does beside the passes (the
     next pass takes it)."""
-    from graph_engine.host import adapter
+    from graph_engine.hosts.agent_zero import adapter
     for rt in adapter._runtimes.values():
         rt.library._checked_at = -1e18
         rt.library.refresh()
@@ -49,7 +49,7 @@ def told(record) -> str:
 
 def ready(s: Session) -> Session:
     """The library loaded and its meaning index built, as the warm-up leaves them before the first message."""
-    from graph_engine.host import adapter
+    from graph_engine.hosts.agent_zero import adapter
     s.user("hello")
     s.run_pass(Reply(final="hi"))
     for rt in adapter._runtimes.values():

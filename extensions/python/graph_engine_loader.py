@@ -22,9 +22,9 @@ _warned = set()
 
 
 def engine():
-    """The engine's host side (graph_engine.host.adapter), imported on first use; raises ImportError when the
+    """The engine's host side (graph_engine.hosts.agent_zero.adapter), imported on first use; raises ImportError when the
     package is missing."""
-    adapter = sys.modules.get("graph_engine.host.adapter")
+    adapter = sys.modules.get("graph_engine.hosts.agent_zero.adapter")
     if adapter is not None and getattr(adapter, "IMPORTED", False):  # every pass: no import machinery
         return adapter
     if "graph_engine" not in sys.modules:
@@ -39,7 +39,7 @@ def engine():
                 break
         else:
             raise ImportError(f"package graph_engine not found beside {HERE}; run install_graph_engine.sh")
-    return importlib.import_module("graph_engine.host.adapter")
+    return importlib.import_module("graph_engine.hosts.agent_zero.adapter")
 
 
 def adapter(agent):

@@ -73,8 +73,9 @@ def test_the_readme_layout_names_every_module():
     layout = readme[readme.index("Layout: `extensions/`"):]
     layout = layout[:layout.index("`plan_library/`")]
     package = ROOT / "extensions" / "graph_engine"
-    folders = sorted(p.parent.name for p in package.glob("*/__init__.py"))
-    modules = [p.stem for p in package.glob("*/*.py") if not p.stem.startswith("__")]
+    folders = sorted(str(p.parent.relative_to(package)) for p in [*package.glob("*/__init__.py"),
+                                                                   *package.glob("*/*/__init__.py")])
+    modules = [p.stem for p in [*package.glob("*/*.py"), *package.glob("*/*/*.py")] if not p.stem.startswith("__")]
     assert modules and [m for m in modules if f"`{m}`" not in layout] == []
     assert [f for f in folders if f"{f}/`" not in layout] == []
 

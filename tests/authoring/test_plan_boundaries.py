@@ -13,7 +13,7 @@ import pytest
 from graph_engine.authoring import lint
 
 from graph_engine.core import routing
-from graph_engine.host.catalogue import LibraryCache
+from graph_engine.session.catalogue import LibraryCache
 from graph_engine.tools.inputs import CliError, load_library
 
 

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graph_engine.authoring import library
-from graph_engine.host.catalogue import LibraryCache
+from graph_engine.session.catalogue import LibraryCache
 from graph_engine.authoring.library import CHECK_FAILED
 from graph_engine.tools.inputs import load_library
 from graph_engine.tools.standin import LIBRARY

@@ -9,10 +9,10 @@ from hypothesis import given, strategies as st
 from test_routing import review_plan
 from scenario import BUG_MESSAGE, IDLE, crash, events, exit_ok, told, use_library, verdicts
 
-from graph_engine.host import adapter
+from graph_engine.hosts.agent_zero import adapter, reading
 
 from graph_engine.core import control, state as state_mod
-from graph_engine.host.audit import read_lines
+from graph_engine.session.audit import read_lines
 from graph_engine.tools.standin import FIXTURES, Reply, Session, cmd
 
 GOLDEN = json.loads((FIXTURES / "control_messages.json").read_text())
@@ -396,7 +396,7 @@ def test_a_gate_past_its_turns_takes_its_default_and_records_it(monkeypatch, tmp
 
 def test_a_gate_past_its_time_without_a_default_escalates(monkeypatch, tmp_path):
     clock = [1_000_000.0]
-    monkeypatch.setattr(adapter, "now", lambda: clock[0])
+    monkeypatch.setattr(reading, "now", lambda: clock[0])
     s = at_timed_gate(monkeypatch, tmp_path, ask=QUESTION, timeout=900)
     clock[0] += 901
     record = say(s, "A")
@@ -407,7 +407,7 @@ def test_a_gate_past_its_time_without_a_default_escalates(monkeypatch, tmp_path)
 
 def test_an_answer_in_time_wins(monkeypatch, tmp_path):
     clock = [1_000_000.0]
-    monkeypatch.setattr(adapter, "now", lambda: clock[0])
+    monkeypatch.setattr(reading, "now", lambda: clock[0])
     s = at_timed_gate(monkeypatch, tmp_path, default="F", ask=QUESTION, timeout=900)
     clock[0] += 60
     say(s, "A")

@@ -275,11 +275,11 @@ def test_an_internal_error_is_caught_and_logged_once(monkeypatch):
 
 
 def test_second_hook_of_a_pass_does_not_read_the_result_again(monkeypatch):
-    from graph_engine.host import adapter
+    from graph_engine.hosts.agent_zero import reading
     s = started()
     s.run_pass(crash())
     reads = []
-    real = adapter.newest_call_output
-    monkeypatch.setattr(adapter, "newest_call_output", lambda h: reads.append(1) or real(h))
+    real = reading.newest_call_output
+    monkeypatch.setattr(reading, "newest_call_output", lambda h: reads.append(1) or real(h))
     s.run_pass(WARNING)
     assert len(reads) == 1 and verdicts(s) == [("reproduce", "success")]

@@ -12,8 +12,8 @@ import tempfile
 from hypothesis import assume, given, target
 from hypothesis import strategies as st
 
-from graph_engine.host import adapter
-from graph_engine.host.audit import read_lines
+from graph_engine.hosts.agent_zero import adapter
+from graph_engine.session.audit import read_lines
 from graph_engine.authoring.library import check_document
 from graph_engine.tools.standin import Reply, Session, cmd
 from graph_engine.core.state import MAX_EVENTS, MAX_PATH, parse

@@ -169,7 +169,7 @@ LEGACY_LINEAR = {"plan_id": "legacy", "plan_name": "Legacy", "current_step": 1, 
 
 
 def legacy_session(folder, old: dict) -> Session:
-    from graph_engine.host import adapter
+    from graph_engine.hosts.agent_zero import adapter
     path = folder / "htn_plan_library.json"
     steps = [{"name": f"Step {i}", "verify": {"type": "any_output"}} for i in range(3)]
     plan = {"name": "Legacy", "triggers": ["legacy please"], "trigger_threshold": 1, "steps": steps}

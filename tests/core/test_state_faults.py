@@ -8,7 +8,7 @@ import time
 import pytest
 from scenario import IDLE, FixtureModel, crash, exit_fail, fix_loop_plan, library_edited, message_for, started, use_library
 
-from graph_engine.host.audit import read_lines
+from graph_engine.session.audit import read_lines
 from graph_engine.core.state import DATA_KEY
 from graph_engine.tools.standin import Reply, Session, cmd
 

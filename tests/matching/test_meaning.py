@@ -69,7 +69,7 @@ def test_a_run_in_progress_is_switched_by_a_request_for_another_plan_in_everyday
 def test_a_pass_never_waits_for_meaning_it_decides_by_phrases_meanwhile(monkeypatch):
     """The first message, before the index is built: phrases decide, and a message no phrase names starts
     nothing yet (the pass does not wait); once the index is built, meaning decides as usual."""
-    from graph_engine.host import catalogue
+    from graph_engine.session import catalogue
     monkeypatch.setattr(catalogue.Catalogue, "meaning_index",  # the thread never finishes
                         lambda self, wait=False: (None, "the meaning model is loading"))
     s = Session(bst=NoTracker())

@@ -7,7 +7,7 @@ import json
 
 from scenario import IDLE, crash, events, exit_ok, started, told, verdicts
 
-from graph_engine.host import adapter
+from graph_engine.hosts.agent_zero import adapter
 from graph_engine.tools.standin import FIXTURES, BeliefStateTracker, Reply, Session, cmd
 
 BUG = "fix the bug in /tmp/test.py"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graph_engine.host import adapter
+from graph_engine.hosts.agent_zero import adapter
 from graph_engine.matching import shipped
 from graph_engine.tools import matcher_build
 from graph_engine.tools.standin import Reply, Session

@@ -21,7 +21,9 @@ import pytest
 from golden import text_files
 from scenario import IDLE, LEGACY, FixtureModel, message_for, started
 
-from graph_engine.host import adapter, audit, salute
+from graph_engine.hosts.agent_zero import adapter, cards as card_module
+
+from graph_engine.session import audit, salute
 
 from graph_engine.texts import card
 from graph_engine.texts import view as component
@@ -235,21 +237,21 @@ def test_the_picture_is_written_beside_the_audit_log_and_named_by_the_card(proje
 def test_the_pass_that_ends_a_run_does_not_wait_for_its_picture(project, monkeypatch, no_graphviz):
     """The picture is drawn off the loop: the last pass returns while it is drawn; the card names it once
     it is written."""
-    release, real = threading.Event(), adapter.run_picture
+    release, real = threading.Event(), card_module.run_picture
 
     def slow_drawing(plan, events):
         assert release.wait(30)
         return real(plan, events)
 
-    monkeypatch.setattr(adapter, "run_picture", slow_drawing)
+    monkeypatch.setattr(card_module, "run_picture", slow_drawing)
     s, replies = begin(project)
     s.wait_for_display = False
     play(s, replies)
     assert s.agent._htn_last_run["status"] == "completed" and "picture" not in s.agent._htn_last_run
     assert "Picture of the run" not in cards(s.log)[0].content
-    assert not adapter.wait_for_display(timeout=0.01)  # still drawing
+    assert not card_module.wait_for_display(timeout=0.01)  # still drawing
     release.set()
-    assert adapter.wait_for_display()
+    assert card_module.wait_for_display()
     picture = Path(s.agent._htn_last_run["picture"])
     assert picture.read_text().startswith("flowchart TD")
     assert len(cards(s.log)) == 1 and cards(s.log)[0].content.endswith(f"Picture of the run: {picture}")
@@ -300,7 +302,7 @@ def test_a_linear_run_gets_its_picture_too(monkeypatch, tmp_path, no_graphviz):
 
 
 def test_a_picture_that_cannot_be_written_is_said_once_and_the_run_goes_on(project, monkeypatch):
-    monkeypatch.setattr(adapter, "run_picture", lambda plan, events: (".svg", "\ud800"))  # not encodable
+    monkeypatch.setattr(card_module, "run_picture", lambda plan, events: (".svg", "\ud800"))  # not encodable
     s = _finished_demo(project)
     assert s.agent._htn_last_run["status"] == "completed" and "picture" not in s.agent._htn_last_run
     warned = [t for t in s.log.texts("warning") if "Picture of the run not written" in t]
@@ -509,7 +511,7 @@ def test_a_large_plan_is_drawn_as_mermaid_without_waiting_for_graphviz(monkeypat
 def test_the_picture_thread_draws_with_the_picture_setting_of_the_hook_call_that_ended_the_run(monkeypatch):
     """The setting is read inside the drawing thread: it must be the hook call's (e.g. the plugin's
     settings page), not the process's default."""
-    from graph_engine.host import adapter
+    from graph_engine.hosts.agent_zero import adapter, cards
     from graph_engine.authoring import render_graph
     from graph_engine.boundary import settings
 
@@ -520,12 +522,12 @@ def test_the_picture_thread_draws_with_the_picture_setting_of_the_hook_call_that
         seen.append(render_graph.picture_setting())
         return real(plan, events)
 
-    monkeypatch.setattr(adapter, "run_picture", spy)
+    monkeypatch.setattr(card_module, "run_picture", spy)
     monkeypatch.setattr(settings, "current",
                         lambda agent, later=None: dataclasses.replace(settings.DEFAULTS, picture="mermaid"))
     s, model = started(), FixtureModel("bugfix_workflow", {})
     while s.state is not None and s.state.get("status") == "active":
         s.run_pass(model)
-    adapter.wait_for_display()
+    card_module.wait_for_display()
     assert seen == ["mermaid"]
     assert str(getattr(s.agent, "_htn_last_run", {}).get("picture", "")).endswith(".mmd")

@@ -10,7 +10,7 @@ from graph_engine.authoring.library import load_library_file
 from graph_engine.core import control
 from graph_engine.core.model import compile_plan
 from graph_engine.core.state import new_state
-from graph_engine.host import adapter
+from graph_engine.hosts.agent_zero import adapter
 from graph_engine.texts import view
 from graph_engine.tools.standin import LIBRARY
 

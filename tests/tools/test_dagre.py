@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from graph_engine.tools import dagre, installer
+from graph_engine.tools import dagre, install_files, installer
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = b'var x=1;export{x as default};\n//# sourceMappingURL=dagre.esm.js.map\n'
@@ -125,12 +125,12 @@ def test_the_build_reads_what_npm_ci_unpacked_and_refuses_another_version(tmp_pa
 def test_the_shell_installer_carries_the_built_file_or_says_in_one_line_that_it_is_missing(tmp_path, monkeypatch,
                                                                                        capsys):
     target = tmp_path / dagre.TARGET
-    monkeypatch.setattr(installer, "_FETCHED", [])
+    monkeypatch.setattr(install_files, "_FETCHED", [])
     monkeypatch.setattr(dagre, "fetched", lambda root: b"made")
     have = {}
     installer.layout_library(tmp_path, have)
     assert have == {target: b"made"}
-    monkeypatch.setattr(installer, "_FETCHED", [])
+    monkeypatch.setattr(install_files, "_FETCHED", [])
     monkeypatch.setattr(dagre, "fetched", lambda root: (_ for _ in ()).throw(dagre.LibraryError("offline")))
     have = {}
     installer.layout_library(tmp_path, have)

@@ -1,6 +1,6 @@
 """What the host tells the step about the new message and the last LLM call: the plan it matched (``Match``),
 the output the call produced (``CallOutput``), and the two rules of the plan language that read them (the org
-filter's ``allowed``, a domain that leaves a plan).  The host (``host/``, ``matching/``) fills them; the core
+filter's ``allowed``, a domain that leaves a plan).  The host (``session/``, ``hosts/``, ``matching/``) fills them; the core
 reads them and matches nothing itself."""
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from ..core.routing import select_edge
 def load_events(path: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Events and run facts from an audit file (.jsonl) or a saved state (.json)."""
     if path.endswith(".jsonl"):
-        from ..host.audit import read_lines
+        from ..session.audit import read_lines
 
         events = list(read_lines(path))
         head = events[0] if events else {}

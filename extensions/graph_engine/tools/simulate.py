@@ -171,7 +171,7 @@ def diverges(events: list[dict[str, Any]], expected: list[dict[str, Any]]) -> st
 def run_transcript(plan_id: str, raw_plan: dict[str, Any], lines: list[dict[str, Any]]) -> dict[str, Any]:
     """Replay a chat: {"user": text} | {"tool": name, "code": text, "output": text} | {"response": text} |
     {"warning": text}, through both extension files in the Agent-Zero stand-in."""
-    from ..host import adapter
+    from ..hosts.agent_zero import adapter
     from .standin import Reply, Session, terminal
 
     with tempfile.TemporaryDirectory() as tmp:

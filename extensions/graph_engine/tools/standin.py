@@ -19,17 +19,15 @@ import copy
 import importlib.util
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import types
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
+
+from .plugins_dialog import flat_yaml
 
 ROOT = Path(__file__).resolve().parents[3]  # the repository (and the plugin's root)
 EXT_DIR = ROOT / "extensions" / "python"  # the hook folders, as Agent-Zero v1.x lays them out
@@ -108,23 +106,6 @@ def load_extension_class(path: Path) -> type:
     if len(classes) != 1:
         raise AssertionError(f"{path.name}: expected exactly one Extension subclass, found {classes}")
     return sorted(classes, key=lambda c: c.__name__)[-1]
-
-
-def flat_yaml(text: str) -> dict[str, Any]:
-    """A flat ``key: value  # comment`` YAML document (what ``default_config.yaml`` holds)."""
-    out: dict[str, Any] = {}
-    for line in text.splitlines():
-        if not line.strip() or line.lstrip().startswith("#") or ":" not in line:
-            continue
-        key, value = line.split(":", 1)
-        value = value.strip()
-        if value.startswith('"'):
-            value = value[1:value.index('"', 1)]
-        else:
-            value = value.split(" #", 1)[0].strip()
-            value = {"true": True, "false": False}.get(value, int(value) if value.isdigit() else value)
-        out[key.strip()] = value
-    return out
 
 
 def install_plugin_helpers(a0_root: Path) -> None:
@@ -673,9 +654,9 @@ class Session:
         self.history.append({"ai": True, "content": raw})
 
     def _end_pass(self, loop: LoopData, prompt_extras: dict[str, Any], reply: Reply | None) -> PassRecord:
-        adapter = sys.modules.get("graph_engine.host.adapter")
-        if self.wait_for_display and adapter is not None:
-            adapter.wait_for_display()  # drawn off the loop: waited for here, so that tests see them
+        cards = sys.modules.get("graph_engine.hosts.agent_zero.cards")
+        if self.wait_for_display and cards is not None:
+            cards.wait_for_display()  # drawn off the loop: waited for here, so that tests see them
         self.saved = self._saved_data()  # message_loop_end: Agent-Zero saves the chat at the end of a pass
         state = getattr(self.agent, "_htn_state", None)
         record = PassRecord(loop.iteration, prompt_extras, reply, json.loads(json.dumps(state)) if state else None)
@@ -715,7 +696,7 @@ class Session:
         agent.context.id = self.agent.context.id
         agent.context.log = self.agent.context.log.restored()  # the chat's log is saved with it
         agent.data = saved
-        adapter = sys.modules.get("graph_engine.host.adapter")
+        adapter = sys.modules.get("graph_engine.hosts.agent_zero.adapter")
         if adapter is not None:
             adapter._runtimes.clear()  # module-level caches do not survive a new process
         new = Session(companion=bool(self.prompts_after), selector=bool(self.before_main), layout=self.layout,
@@ -755,71 +736,3 @@ def ok(text: str) -> Reply:
 
 def cmd(code: str, output: str) -> Reply:
     return Reply(code=code, output=terminal(output))
-
-
-# ── the Plugins dialog (v1.x), with the rules of Agent-Zero v1.7's installer ─
-
-
-def _plugin_name(folder: Path) -> str:
-    """v1.7's validate_plugin_dir + _get_plugin_name: plugin.yaml must be there and name a plugin."""
-    meta = folder / "plugin.yaml"
-    if not meta.is_file():
-        raise ValueError(f"No plugin.yaml found in {folder.name}")
-    name = str(flat_yaml(meta.read_text()).get("name") or "").strip()
-    if not name:
-        raise ValueError("plugin.yaml is missing required field 'name'")
-    return name
-
-
-def _run_plugin_hook(folder: Path, hook: str) -> Any:
-    """v1.7's call_plugin_hook: hooks.py imported by path, the function called by name when it has one."""
-    script = folder / "hooks.py"
-    if not script.is_file():
-        return None
-    spec = importlib.util.spec_from_file_location(f"plugin_hooks_{folder.name}", str(script))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    function = getattr(module, hook, None)
-    return function() if function is not None else None
-
-
-def _place_plugin(a0_root: Path, found: Path) -> str:
-    name = _plugin_name(found)
-    dest = a0_root / "usr" / "plugins" / name
-    if dest.exists():
-        raise ValueError(f"Plugin '{name}' is already installed")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(str(found), str(dest))
-    try:
-        _run_plugin_hook(dest, "install")
-    except Exception:
-        shutil.rmtree(dest)  # v1.7 deletes the plugin folder again when install() raises
-        raise
-    return name
-
-
-def install_plugin_zip(a0_root: Path, archive: Path) -> str:
-    """v1.7's install_from_zip: the first folder (walking top-down) that holds a plugin.yaml is the plugin; it is
-    moved to ``usr/plugins/<name>``; then ``install()`` of its hooks.py.  Returns the name."""
-    with tempfile.TemporaryDirectory() as tmp:
-        with zipfile.ZipFile(archive) as z:
-            z.extractall(tmp)
-        found = next((Path(d) for d, _dirs, files in os.walk(tmp) if "plugin.yaml" in files), None)
-        if found is None:
-            raise ValueError("No plugin.yaml found in the uploaded archive")
-        return _place_plugin(a0_root, found)
-
-
-def install_plugin_git(a0_root: Path, url: str) -> str:
-    """v1.7's install_from_git: ``git clone`` into a temporary folder whose root must hold plugin.yaml."""
-    with tempfile.TemporaryDirectory() as tmp:
-        clone = Path(tmp) / "tmp_plugin_clone"
-        subprocess.run(["git", "clone", "--quiet", "--", url, str(clone)], check=True, capture_output=True)
-        return _place_plugin(a0_root, clone)
-
-
-def uninstall_plugin(a0_root: Path, name: str) -> None:
-    """v1.7's uninstall_plugin: ``uninstall()`` of its hooks.py, then the plugin folder is deleted."""
-    folder = a0_root / "usr" / "plugins" / name
-    _run_plugin_hook(folder, "uninstall")
-    shutil.rmtree(folder)

@@ -26,7 +26,7 @@ import zlib
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
-from ..host import asking
+from ..session import asking
 from ..authoring.lint import contains_phrase
 from ..matching import decide, second, shipped, vectors
 from ..matching.decide import Index, best_match

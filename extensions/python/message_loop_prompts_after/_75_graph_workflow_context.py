@@ -46,7 +46,7 @@ def _loader(agent):
 def _engine(agent):
     """The engine's host side: one lookup on every pass once it is imported; the loader imports it the first time
     (None when it cannot, said once)."""
-    adapter = sys.modules.get("graph_engine.host.adapter")
+    adapter = sys.modules.get("graph_engine.hosts.agent_zero.adapter")
     if adapter is not None and getattr(adapter, "IMPORTED", False):
         return adapter
     loader = _loader(agent)

@@ -1,0 +1,3 @@
+from .chat import main
+
+raise SystemExit(main())
