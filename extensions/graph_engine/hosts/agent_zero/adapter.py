@@ -418,13 +418,11 @@ def _prepare(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: settings.S
             raw_state = keeping.newest_record(rt, agent, raw_state)
     if raw_state is None and not reading.may_start(rt, library, loop_data, request):
         return None  # no run, and no user message that could start one: nothing can happen in this pass
-    problems = []
-    obs = reading.observe(agent, loop_data, hook, raw_state, problems, request)
+    problems = []  # a branch's agent takes no message; a pass stepped again has decided its own
+    quiet = joined or (isinstance(raw_state, dict) and bool(raw_state.get("branch")))
+    obs = reading.observe(agent, loop_data, hook, raw_state, problems, request, quiet, _concurrent(agent, cfg))
     for line in problems:
         lines.log_once(rt, agent, "warning", line)
-    if joined or (isinstance(raw_state, dict) and raw_state.get("branch")):
-        obs.user_message = ""  # a branch's agent takes no message; a pass stepped again has decided its own
-    obs.concurrent, obs.serial_reason = _concurrent(agent, cfg)
     if keeping.ended_this_pass(raw_state, obs):
         return None  # an escalated run stays readable for the rest of the pass in which it ended
     source = f"the chat's saved {DATA_KEY}" if restored else f"agent.{keeping.STATE_ATTR}"

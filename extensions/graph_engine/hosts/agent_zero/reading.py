@@ -90,8 +90,14 @@ def companion_handled(agent: Any, loop_data: Any, hook: str) -> bool:
     return iteration > 0 and seen[0] is loop_data and seen[1] == iteration
 
 
-def observe(agent: Any, loop_data: Any, hook: str, state: Any = None,
-            problems: list[str] | None = None, request: str | None = None) -> engine.Observation:
+def observe(agent: Any, loop_data: Any, hook: str, state: Any = None, problems: list[str] | None = None,
+            request: str | None = None, quiet: bool = False, concurrent: tuple[bool, str] = (False, "")
+            ) -> engine.Observation:
+    """The hook call as one Observation, complete but for what the session adds before the step (the facts a check
+    needs, the match).  ``state``: the run as the hook found it (a result the other hook of the pass judged is not
+    read again); ``request``: the monologue's own message, read late; ``quiet``: the call takes no words (a branch's
+    agent, a pass stepped again after its branches); ``concurrent``: whether this agent runs a fork's branches at
+    once, and why not."""
     iteration = iteration_of(loop_data)
     monologue = monologue_id(loop_data)
     history = history_of(loop_data)
@@ -111,7 +117,7 @@ def observe(agent: Any, loop_data: Any, hook: str, state: Any = None,
         hook=hook,
         monologue=monologue,
         iteration=iteration,
-        user_message=words,
+        user_message="" if quiet else words,  # (read all the same: a branch's message is the one its parent took)
         message_key=key,
         domain_known=known,
         domain=bst_domain(agent, problems) if known else "",
@@ -123,6 +129,8 @@ def observe(agent: Any, loop_data: Any, hook: str, state: Any = None,
         control_seen=text_attr(agent, CONTROL_ATTR) if words else "",
         now=now(),
         asked=bool(words) and iteration == 0 and asked_user(history),
+        concurrent=concurrent[0],
+        serial_reason=concurrent[1],
     )
 
 
