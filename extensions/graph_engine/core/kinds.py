@@ -96,6 +96,7 @@ class Check:
     regex: bool = False  # "value" is a regular expression
     reads_output: bool = True  # judges the tool's output (so fail_if can apply)
     reads_status: bool = False  # judges the command's exit status: the model is told to print it
+    looks_at_path: bool = False  # the host looks at the path "value" before the step (``Observation.files``)
     doc: str = ""  # when it passes, for the docs' table (Markdown)
 
 
@@ -116,7 +117,7 @@ CHECKS: dict[str, Check] = {c.name: c for c in (
               "does not print the status itself, and without a command the check says to end the command with it. "
               "A pipe makes the status the last command's: `pytest \\| tail` exits 0 when tests fail, so run such "
               "commands without pipes (or add `fail_if`)"),
-    Check("file_exists", "the file {v} exists afterwards", needs_value=True, reads_output=False,
+    Check("file_exists", "the file {v} exists afterwards", needs_value=True, reads_output=False, looks_at_path=True,
           doc="`value` is an existing file; a directory or a dangling link fails, with that reason"),
     Check("manual", "your reply says STEP COMPLETE (write it when the step is done)", reads_output=False,
           doc="the model's reply contains `STEP COMPLETE`, as the context asks"),

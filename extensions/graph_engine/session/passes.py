@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from ..boundary import settings
 from ..core import engine
+from ..core.kinds import CHECKS
 from ..core.state import is_legacy_linear, upgrade
 from ..core.state import parse as parse_state
 from ..matching.words import is_continuation, names_plan
@@ -77,7 +78,7 @@ def read_facts(rt: Runtime, obs: engine.Observation, state: RunState | None, loo
         obs.names_run_plan = names_plan(plan, obs.user_message)
     node = plan.nodes.get(state.get("current_node", ""))
     check = node.verify if node is not None else None
-    if check is not None and check.type == "file_exists" and check.value:
+    if check is not None and check.value and CHECKS[check.type].looks_at_path:
         obs.files = {check.value: look(check.value)}
 
 
