@@ -288,3 +288,14 @@ def test_a_fan_in_policy_added_as_a_row_compiles_routes_and_is_told_by_its_own_w
     assert engine.fan_in_passes(join, two_of_three) and not engine.fan_in_passes(join, all_three)
     told = render.fan_in_failure(plan, join, {"lint": "success", "types": "fail", "tests": "fail"})
     assert told.endswith("; exactly two of them must succeed") and "every branch" not in told
+
+
+def test_a_fan_in_policy_row_writes_its_words_into_the_schema_description(monkeypatch):
+    """(The schema describes every policy from its row: a new row is described with no other edit.)"""
+    from graph_engine.tools import tables
+    row = kinds.FanInPolicy("two", "exactly two branches succeeded", "exactly two must succeed",
+                            lambda outcomes, quorum, required: sum(o == "success" for o in outcomes.values()) == 2)
+    monkeypatch.setitem(kinds.FAN_IN_POLICIES, "two", row)
+    assert tables.fan_in_description().endswith("; two: exactly two branches succeeded.")
+    text = tables.schema_text((tables.ROOT / tables.SCHEMA).read_text(encoding="utf-8"))
+    assert "two: exactly two branches succeeded" in text

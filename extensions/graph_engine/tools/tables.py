@@ -30,6 +30,16 @@ ENUMS = {  # where each table's names are an enum of the schema
 }
 
 
+def fan_in_description() -> str:
+    return "Fan-in node: when it routes on success: " + "; ".join(
+        f"{p.name}: {p.passes}" for p in FAN_IN_POLICIES.values()) + "."
+
+
+DESCRIPTIONS = {  # where a description of the schema is written from a table
+    ("$defs", "node", "properties", "fan_in_policy"): fan_in_description,
+}
+
+
 def _yes(flag: bool) -> str:
     return "yes" if flag else ""
 
@@ -67,7 +77,8 @@ DOCS: dict[str, tuple[Path, Callable[[], str]]] = {
 
 
 def schema_text(text: str) -> str:
-    """The schema's text with each enum of ENUMS set from its table (the rest of the file as written)."""
+    """The schema's text with each enum of ENUMS and each description of DESCRIPTIONS set from its table (the rest
+    of the file as written)."""
     doc = json.loads(text)
     for path, names in ENUMS.items():
         node = doc
@@ -77,6 +88,15 @@ def schema_text(text: str) -> str:
         if old != new:
             if text.count(old) != 1:
                 raise ValueError(f"{SCHEMA}: the enum {old} is written {text.count(old)} times; write it once")
+            text = text.replace(old, new)
+    for path, make in DESCRIPTIONS.items():
+        node = doc
+        for key in path:
+            node = node[key]
+        old, new = json.dumps(node["description"]), json.dumps(make(), ensure_ascii=False)
+        if old != new:
+            if text.count(old) != 1:
+                raise ValueError(f"{SCHEMA}: the description {old} is written {text.count(old)} times; write it once")
             text = text.replace(old, new)
     return text
 
