@@ -18,12 +18,13 @@ from ..authoring.dot_plan import to_plan
 from ..authoring.library import (MAX_DOT_BYTES, Library, check_document, dot_files, json_error, library_limit, parse_json,
                        with_dot_plans)
 from ..authoring.lint import ERROR
+from ..core.kinds import OUTCOMES
 from ..core.model import Plan, PlanError, compile_plan
 from ..boundary.reading import ReadError, decode_text, read_regular
 
 INPUT, FINDING = 2, 1
 MAX_INPUT_BYTES = 64 * 1024 * 1024  # any file the CLI reads (a library is also held to its own, smaller limit)
-STATUSES = ("success", "partial_success", "retry", "fail", "skipped")
+STATUSES = OUTCOMES  # a step's outcome, as the plan language names it
 
 
 class CliError(Exception):
