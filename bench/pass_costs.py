@@ -19,11 +19,11 @@ def in_pass_costs(passes: int) -> dict[str, float]:
     """What each part costs inside a judged pass: the pass's median with the part switched off (its result
     replaced by a stored one, or its effect skipped), against the same pass with everything on, measured in
     alternating batches.  Larger than the parts alone: inside a pass each part runs with cold caches."""
-    from graph_engine.session import audit
-    from graph_engine.core import engine
+    from graph_engine.core import evidence
+    from graph_engine.hosts.agent_zero import keeping
     from graph_engine.texts import render
 
-    context, verdicts = render.context, engine.check
+    context, verdicts = render.context, evidence.check
     shown: dict[tuple, str] = {}
     judged: dict[int, Any] = {}
 
@@ -40,10 +40,10 @@ def in_pass_costs(passes: int) -> dict[str, float]:
 
     off = {
         "everything on": [],
-        "card": [(adapter, "_card", lambda *a, **k: None)],
-        "audit write": [(adapter, "_audit", lambda *a, **k: None)],
+        "card": [(cards, "show", lambda *a, **k: None)],
+        "audit write": [(keeping, "audit", lambda *a, **k: None)],
         "render context": [(render, "context", stored_context)],
-        "check": [(engine, "check", stored_verdict), (engine, "judged_text", lambda ev: ev.text)],
+        "check": [(evidence, "check", stored_verdict), (evidence, "judged_text", lambda ev: ev.text)],
     }
     drivers = {k: Driver(2000) for k in off}
     times: dict[str, list[float]] = {k: [] for k in off}

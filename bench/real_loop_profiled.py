@@ -25,7 +25,7 @@ patch_extensions = a0driver.Session._patch_extensions
 # (label, module of graph_engine or Agent-Zero's log, attribute): what a hook call's parts are
 PARTS = (("settings", "boundary.settings", "current"), ("library look", "session.catalogue", "LibraryCache.refresh"),
          ("observe", "hosts.agent_zero.reading", "observe"), ("engine step", "core.engine", "step"),
-         ("judge", "core.engine", "_judge"), ("check", "core.engine", "check"), ("render", "texts.render", "context"),
+         ("judge", "core.evidence", "_judge"), ("check", "core.evidence", "check"), ("render", "texts.render", "context"),
          ("apply", "hosts.agent_zero.adapter", "_apply"), ("audit", "hosts.agent_zero.keeping", "audit"),
          ("audit write", "session.audit", "AuditLog.write"), ("checkpoint", "session.audit", "AuditLog.checkpoint"),
          ("card", "hosts.agent_zero.cards", "show"), ("card text", "texts.card", "text"),
