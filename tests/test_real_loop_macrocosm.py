@@ -2,7 +2,7 @@
 subordinate agent of its own, at the same time, driven by the pack's hooks in that agent's own loop; the model is
 scripted per agent (`branch_replies`) and may take its time per call (`chat_delay`).  On v0.9.x the branches run
 one after another in the chat, with one log line.  Without trees every test here is skipped (tests/a0real.py).
-The same behaviour with the stand-in: tests/host/test_parallel_branches.py."""
+The same behaviour with the stand-in: tests/hosts/test_parallel_branches.py."""
 
 import json
 from pathlib import Path

@@ -9,7 +9,7 @@ driver says it while the scripted model's call takes its time (during the call).
 (the driver's ``by_step``): it runs the command of the step it is shown, whose output names that step, and answers
 the person when it is shown no step.  Every check reads the exit status, which any command's result would pass:
 a result judged against a step it was not issued for would fake that step.  The engine's judging is recorded in
-the Agent-Zero process (``record_judged``).  The same moments with the stand-in: tests/host/test_message_moments.py.
+the Agent-Zero process (``record_judged``).  The same moments with the stand-in: tests/hosts/test_message_moments.py.
 """
 
 import json
