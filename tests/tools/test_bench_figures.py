@@ -110,3 +110,23 @@ def test_the_real_loop_passes_are_split_by_monologue_and_iteration():
         ("companion", 0.003, 0), ("selector", 0.001, 0), ("companion", 0.0002, 1), ("selector", 0.0002, 1))]
     split = real_loop_module().passes(timings)
     assert [[round(ms, 3) for ms in m] for m in split] == [[3.0, 0.6], [4.0, 0.4]]
+
+
+def test_every_part_the_profiled_real_loop_times_is_where_it_names():
+    """bench/real_loop_profiled.py wraps each part by (module, attribute): a part that moved would be timed as
+    nothing, silently."""
+    import ast
+    import importlib
+    tree = ast.parse((ROOT / "bench" / "real_loop_profiled.py").read_text())
+    parts = next(ast.literal_eval(n.value) for n in tree.body
+                 if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "PARTS")
+    missing = []
+    for label, module, attribute in parts:
+        if module == "log":  # Agent-Zero's own log, wrapped in the real tree
+            continue
+        target = importlib.import_module(f"graph_engine.{module}")
+        for name in attribute.split("."):
+            target = getattr(target, name, None)
+        if not callable(target):
+            missing.append(f"{label}: graph_engine.{module}.{attribute}")
+    assert len(parts) > 10 and missing == []
