@@ -112,11 +112,8 @@ def apply(host: Host, state: RunState | None, fx: engine.Effects) -> None:
 async def run_pass(host: Host, rt: Runtime, texts: Any, cfg: settings.Settings = settings.DEFAULTS) -> None:
     """One whole pass for a host with one hook per pass.  A state the host kept is trusted only after parsing; the
     utility model is asked at most once per message, within ``cfg.utility_timeout``."""
-    said: set[str] = set()
-
     def once(level: str, text: str) -> None:
-        if rt.once(f"{id(host)}|{text}") and text not in said:
-            said.add(text)
+        if rt.once(f"{id(host)}|{text}"):
             host.log(level, text)
 
     library = refresh(rt, host.log, once)
