@@ -52,7 +52,7 @@ RULES: Mapping[str, tuple[str, str]] = {
     "failure_as_success": (WARNING, "a failed check leads where success leads (only an 'always' edge)"),
     "cycle_unbounded": (ERROR, "a loop that no retry budget ends"),
     "escalate_reason": (WARNING, "an escalate node without a reason tells the user nothing"),
-    "no_triggers": (WARNING, "a plan without trigger phrases never starts"),
+    "no_triggers": (WARNING, "a plan without trigger phrases or examples never starts by a request"),
     "threshold_unreachable": (ERROR, "the trigger threshold is higher than the plan can score"),
     "trigger_overlap": (WARNING, "one trigger phrase contains another of the same plan: one phrase scores twice"),
     "duplicate_trigger": (WARNING, "the same trigger phrase in two plans (or twice in one)"),
@@ -446,7 +446,10 @@ def _worst_case(plan: Plan, table: Mapping[str, Mapping[str, str | None]]) -> in
 def _trigger_rules(plan: Plan) -> list[Diagnostic]:
     pid, found = plan.id, []
     if not plan.all_triggers:
-        return [diag("no_triggers", pid, "the plan has no trigger phrases", "add phrases users say for this task")]
+        if plan.examples:
+            return []  # (it starts by meaning, when its examples are close to the request)
+        return [diag("no_triggers", pid, "the plan has no trigger phrases and no examples",
+                     "add phrases users say for this task, or requests in everyday words as examples")]
     best = len(set(plan.triggers)) + (1 if plan.domains else 0)
     if best < plan.trigger_threshold and not plan.strong_triggers:
         found.append(diag("threshold_unreachable", pid,
