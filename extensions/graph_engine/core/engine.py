@@ -55,14 +55,14 @@ from .model import Plan
 from .texts_port import Texts
 from .state import emit, record_shown
 # the layers below; what the host, the tools and the tests use from them is importable from here too
-from .run import _alive, BEFORE_MAIN, Effects, Observation, PlanLookup, PRESSED, PROMPTS_AFTER, Run
+from .run import _alive, BEFORE_MAIN, Effects, Observation, Offer, PlanLookup, PRESSED, PROMPTS_AFTER, Run
 from .fork import branch_progress, branch_returned, branch_started, fan_in_passes, stop_branches
 from .traversal import (apply_outcome, _check_limits, _end, _fork, _join_when_done, _rest, SETTLE, _settle,
                         _update_context)
 from .evidence import _judge, _linear_verdict
 from .gates import answer_human, _gate_started, _gate_timeout, human_options, match_answer, take_option
 from .new_message import decide, Decision, _on_message
-from .steering import _answer, CONTROL_EVENTS, _CONTROLS, _restart, _steer
+from .steering import _answer, amend_problem, CONTROL_EVENTS, _CONTROLS, _restart, _steer, _take_offer
 
 
 def step(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any] | None,
@@ -78,6 +78,8 @@ def step(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any] | None
         _gate_timeout(run, obs)
         run = _alive(run)
     paused = False
+    if obs.offer is not None and not (run and run.state.get("branch")):
+        run = _take_offer(run, obs, fx)
     if obs.user_message.strip() and obs.control_seen != obs.message_id and not (run and run.state.get("branch")):
         steered, run = _steer(plans, run, obs, fx)
         if not steered:

@@ -240,6 +240,7 @@ EVENTS: dict[str, Event] = {e.name: e for e in (
     Event("plan_aborted", "a failed step's on_fail is abort", ends_run=True),
     Event("plan_withdrawn", "a run started by phrases was withdrawn in the same pass", ends_run=True),
     Event("state_rejected", "a restored state was behind its log or unusable", ends_run=True),
+    Event("plan_amended", "the run moved to a new version of its proposed plan at its current step (steps done kept)"),
 )}
 EVENTS.update({k.event: Event(k.event, k.means, k.ends_run, said=True) for k in CONTROLS.values() if k.event not in EVENTS})
 ENDINGS = frozenset(e.name for e in EVENTS.values() if e.ends_run)

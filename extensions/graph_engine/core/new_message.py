@@ -152,22 +152,23 @@ def _asked_for(plan: Plan) -> Match:
     return Match(plan=plan, score=0, hits=(), domain_ok=True)
 
 
-def _activate(match: Match, obs: Observation, fx: Effects, said: str = "") -> Run | None:
-    """A new run of ``match.plan``: matched by its trigger phrases or by meaning, or asked for by the user by
-    name (``said``: the user's words)."""
+def _activate(match: Match, obs: Observation, fx: Effects, said: str = "", composed: str = "") -> Run | None:
+    """A new run of ``match.plan``: matched by its trigger phrases or by meaning, asked for by the user by name
+    (``said``: the user's words), or proposed in the chat and approved (``composed``: by whom, in words)."""
     plan, hits = match.plan, match.hits
     state = new_state(plan, obs.monologue, obs.pass_key, obs.global_turn)
     state["reply_seen"] = [obs.pass_key, obs.reply_mark, ""]  # results from before it are no evidence for it
     run = Run(plan=plan, state=state, fx=fx, now=obs.now, concurrent=obs.concurrent, serial_reason=obs.serial_reason)
     why = {} if match.meaning is None else {"meaning": {"score": round(match.meaning.total, 3),
                                                        "example": match.meaning.example}}
-    by = {"by": "user", "said": said} if said else {"stage": match.stage, "cost_ms": match.cost_ms}
+    by = ({"by": "composed", "said": composed} if composed else {"by": "user", "said": said} if said
+          else {"stage": match.stage, "cost_ms": match.cost_ms})
     emit(state, "plan_activated", node=plan.start, plan=plan.id, version=plan.version, triggers=list(hits), **why,
          **by)
     push_path(state, plan.start)
     emit(state, "node_entered", node=plan.start)
     kind = "Graph" if plan.mode == "graph" else "Linear"
-    reason = f"the user said {said!r}" if said else match.why()
+    reason = f"proposed in the chat, {composed}" if composed else f"the user said {said!r}" if said else match.why()
     fx.log("info", f"[HTN] {kind} plan activated: {plan.name} ({fx.texts.plural(plan.total_steps, 'step')}; {reason})")
     if plan.mode == "graph":
         _settle(run)  # may end at once: an exit or escalation right after start

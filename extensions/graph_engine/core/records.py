@@ -80,6 +80,7 @@ class RunState(TypedDict, total=False):
     picture: str  # where the host drew the ended run's picture
     reply_seen: list[Any]  # [pass key, the newest reply's mark then (or null), the call that pass judges]
     pressed: dict[str, str]  # the answer to the last control pressed in the web UI: {id, control, status, text}
+    source: dict[str, str]  # a plan proposed in the chat: {format (dot | json), text, request}, compiled on a restart
 
 
 class Branch(TypedDict):

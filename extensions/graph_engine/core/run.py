@@ -50,6 +50,7 @@ class Observation:
     reply_mark: str | None = None  # names the model's newest reply (a new reply, a new mark); None: not known
     concurrent: bool = False  # the host runs a parallel node's branches at once, each in a subordinate agent
     serial_reason: str = ""  # why it does not (said once, when a run meets a parallel node)
+    offer: Offer | None = None  # a composed plan approved for this pass: started (or the run amended to it)
 
     @property
     def pass_key(self) -> str:
@@ -62,6 +63,17 @@ class Observation:
     @property
     def next_pass_key(self) -> str:
         return f"{self.monologue}:{self.iteration + 1}"
+
+
+@dataclass(frozen=True)
+class Offer:
+    """A plan that was proposed in the chat (not the library's) and approved: the step starts it, or moves the
+    running run to it (``amend``).  ``source``: its text, stored with the run; ``by``: who approved it, in words."""
+
+    plan: Plan
+    source: dict[str, str]
+    by: str
+    amend: bool = False
 
 
 @dataclass(slots=True)

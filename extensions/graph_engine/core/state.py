@@ -264,6 +264,10 @@ SHAPES: dict[str, Shape] = {
     "reply_seen": ("[pass, the mark of the newest reply then (or null), the call that pass judges]",
                    lambda v: isinstance(v, list) and len(v) == 3 and isinstance(v[0], str)
                    and (v[1] is None or isinstance(v[1], str)) and isinstance(v[2], str)),
+    "source": ("{format, text[, request]}: the text of a plan proposed in the chat (compiled again after a "
+               "restart) and the request it was written for",
+               lambda v: isinstance(v, dict) and {"format", "text"} <= set(v) <= {"format", "text", "request"}
+               and v["format"] in ("dot", "json") and all(isinstance(x, str) for x in v.values())),
     "pressed": ("{id, control, status, text}: the answer to the last control pressed in the web UI",
                 lambda v: isinstance(v, dict) and set(v) == {"id", "control", "status", "text"}
                 and all(isinstance(x, str) for x in v.values())),
@@ -277,7 +281,7 @@ SHAPES: dict[str, Shape] = {
 }
 SCHEMA_2_ONLY = ("run_id", "status", "notice", "notice_turn", "checkpoint", "escalation", "audit_seq")
 OPTIONAL = ("context", "outcome", "provisional", "parallel", "gate_jumps", "held", "picture", "reply_seen", "pressed",
-            "paused", "steps_skipped", "attempts_restored", "gate", "branch", "fork")
+            "source", "paused", "steps_skipped", "attempts_restored", "gate", "branch", "fork")
 STATUSES = RUN_STATUSES
 MAX_CONTEXT_KEYS = 32
 MAX_GATE_JUMPS = 8

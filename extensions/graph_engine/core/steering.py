@@ -16,9 +16,9 @@ from typing import Any, Iterable
 from . import control
 from .message import allowed
 from .model import Plan
-from .state import emit, push_path
+from .state import emit, problem_with_values, push_path
 from .routing import reachable, select_edge
-from .run import Effects, Observation, Run, _alive, _finish, _listing, _plan_by_id
+from .run import Effects, Observation, Offer, Run, _alive, _finish, _listing, _plan_by_id
 from .fork import stop_branches
 from .traversal import _follow, _settle, _stall
 from .evidence import _linear_advance
@@ -295,6 +295,88 @@ def _start_named(plans: Iterable[Plan], run: Run | None, obs: Observation, fx: E
     new.state["message_monologue"] = obs.message_id
     _answer(new, fx, fx.texts.started_note(plan.name, replaced))
     return True, new
+
+
+def _take_offer(run: Run | None, obs: Observation, fx: Effects) -> Run | None:
+    """A plan proposed in the chat and approved (``obs.offer``): started, ending the run that goes on; or, as an
+    amendment, the running run moved to it at its current step.  The message that approved it is decided."""
+    offer = obs.offer
+    assert offer is not None
+    if offer.amend:
+        run = _amend(run, offer, fx)
+    else:
+        replaced = ""
+        if run is not None:
+            emit(run.state, "plan_ended", node=run.state["current_node"],
+                 reason=f"the proposed workflow '{offer.plan.name}' was started")
+            run.state["status"] = "ended"
+            run.fx.log("info", f"[HTN] Workflow '{run.plan.name}' ended: the proposed workflow '{offer.plan.name}' "
+                               "was started")
+            _finish(run, "ended", None)
+            replaced = run.plan.name
+            fx.context, fx.ended = None, ""
+        run = _activate(_asked_for(offer.plan), obs, fx, composed=offer.by)
+        if run is not None:
+            if offer.source:
+                run.state["source"] = dict(offer.source)
+            instead = f" It replaces '{replaced}', which ended." if replaced else ""
+            what = "the proposed workflow" if offer.source else "the plan"
+            _answer(run, fx, fx.texts.control_line(f"Started {what} '{offer.plan.name}' ({offer.by}).{instead}"))
+        elif fx.final_state is not None and offer.source:
+            fx.final_state["source"] = dict(offer.source)
+    if run is not None and obs.user_message.strip():
+        run.state["message_monologue"] = obs.message_id
+    return run
+
+
+def _amend(run: Run | None, offer: Offer, fx: Effects) -> Run | None:
+    """The running run moved to a new version of its plan at its current step, every step done and every verdict
+    kept; refused (one line, the run goes on unchanged) when the new version cannot carry the run on."""
+    new = offer.plan
+    if run is None:
+        fx.log("info", f"[HTN] The change to '{new.name}' was not applied: no workflow is running")
+        fx.context = fx.texts.control_line(f"The change to '{new.name}' was not applied: no workflow is running.")
+        return None
+    cur = run.state["current_node"]
+    why = amend_problem(run.plan, run.state, new)
+    if why:
+        fx.log("info", f"[HTN] The change to '{run.plan.name}' was not applied: {why}")
+        _answer(run, fx, fx.texts.control_line(f"The change to '{run.plan.name}' was not applied: {why}. The run "
+                                               "goes on unchanged."))
+        return run
+    s = run.state
+    old_version = s.get("plan_version", "")
+    s.update(_moved_to(new))
+    if offer.source:
+        s["source"] = dict(offer.source)
+    emit(s, "plan_amended", node=cur, version=new.version, reason=f"from version {old_version} ({offer.by})")
+    fx.log("info", f"[HTN] Workflow '{new.name}' amended at '{new.nodes[cur].name}' ({offer.by}; version "
+                   f"{old_version} -> {new.version}, steps done kept)")
+    run = Run(plan=new, state=s, fx=fx, now=run.now, concurrent=run.concurrent, serial_reason=run.serial_reason)
+    _answer(run, fx, fx.texts.control_line(f"The workflow '{new.name}' was changed ({offer.by}); it goes on at "
+                                           f"'{new.nodes[cur].name}' with the steps done so far kept."))
+    return run
+
+
+def amend_problem(old: Plan, state: dict, new: Plan) -> str:
+    """Why ``new`` cannot carry the run of ``old`` on from where ``state`` is ("" when it can)."""
+    cur = state.get("current_node", "")
+    if cur not in new.nodes:
+        return f"it drops the current step '{old.nodes[cur].name if cur in old.nodes else cur}'"
+    if new.nodes[cur].kind.name != old.nodes[cur].kind.name:
+        return f"it makes the current step '{cur}' a {new.nodes[cur].kind.name} node (it is a {old.nodes[cur].kind.name})"
+    if state.get("fork") or state.get("parallel"):
+        return "branches are running; change the plan after they meet"
+    gone = [n for n in state.get("visited", {}) if n not in new.nodes]
+    if gone:
+        return f"it drops step '{gone[0]}', which the run has visited"
+    return problem_with_values(dict(state, **_moved_to(new)), new)
+
+
+def _moved_to(new: Plan) -> dict[str, Any]:
+    """What a run's state says of its plan, for ``new``."""
+    return {"plan_id": new.id, "plan_name": new.name, "plan_version": new.version, "total_steps": new.total_steps,
+            "total_nodes": len(new.task_ids)}
 
 
 def _status(run: Run, ctl: control.Control) -> bool:

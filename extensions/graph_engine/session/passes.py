@@ -58,6 +58,7 @@ def trusted(rt: Runtime, raw: Any) -> tuple[RunState | None, str]:
     state, problem = parse_state(raw)
     if state is None or state.get("status", "active") != "active":
         return state, problem
+    rt.adopt_source(state)  # a plan proposed in the chat: compiled again from the text the run stored
     plan = rt.lookup(state["plan_id"], state["plan_version"])
     if plan is None or (state["plan_version"] and plan.version != state["plan_version"]):
         return state, ""  # the plan (version) is gone: the engine ends the run with its own message

@@ -12,6 +12,7 @@ from .audit import AuditLog, runs_dir
 from .catalogue import LibraryCache
 
 MAX_LOGGED_ONCE = 4096  # (chat, warning) pairs said
+MAX_COMPOSED = 256  # plans proposed in the chat and approved, kept for their runs (the oldest go first)
 
 
 class Runtime:
@@ -29,12 +30,40 @@ class Runtime:
         self.held: list[str] = []  # problem lines the warm-up's load found, said by the next pass
         self.standing: list[str] = []  # the problems of the library version in use, told to each chat once
         self.standing_of: Any = None  # that version
+        self.composed: dict[tuple[str, str], Plan] = {}  # (plan id, version) -> a plan proposed in a chat
+
+    def adopt(self, plan: Plan) -> None:
+        """A plan proposed in a chat and approved: its runs find it by id and version (before the library's)."""
+        self.composed.pop((plan.id, plan.version), None)
+        self.composed[(plan.id, plan.version)] = plan
+        while len(self.composed) > MAX_COMPOSED:
+            self.composed.pop(next(iter(self.composed)))
+
+    def adopt_source(self, state: Any) -> Plan | None:
+        """The proposed plan a state carries the text of (``source``), compiled again (after a restart) and adopted
+        when it is the version the state ran; None when the state carries none or it does not compile to it."""
+        if not isinstance(state, dict) or not isinstance(state.get("source"), dict):
+            return None
+        key = (state.get("plan_id"), state.get("plan_version"))
+        if key in self.composed:
+            return self.composed[key]
+        from ..authoring import compose
+        source = state["source"]
+        proposal = compose.check(source.get("text", ""), str(source.get("format", "")))
+        plan = proposal.plan if proposal.ok else None
+        if plan is None or (plan.id, plan.version) != key:
+            return None
+        self.adopt(plan)
+        return plan
 
     @property
     def org_dir(self) -> str:
         return os.path.join(self.a0_root, "usr", "organizations")
 
     def lookup(self, plan_id: str, version: str) -> Plan | None:
+        composed = self.composed.get((plan_id, version)) if self.composed else None
+        if composed is not None:
+            return composed
         library = self.library.current
         current = library.get(plan_id) if library is not None else None
         if current is not None and (not version or current.version == version):
