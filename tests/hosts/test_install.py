@@ -264,7 +264,7 @@ def test_read_only_folder_is_refused_before_anything_changes():
         root = make_tree(base, "old", legacy="old")
         src = base / "pack"  # a copy of the pack the unprivileged user can read
         src.mkdir()
-        for part in ("install_graph_engine.sh", "extensions", "plan_library"):
+        for part in ("install_graph_engine.sh", "extensions", "plan_library", "tools", "prompts"):
             (shutil.copytree if (ROOT / part).is_dir() else shutil.copy2)(ROOT / part, src / part)
         for path in [base, *base.rglob("*")]:
             os.chmod(path, (0o777 if path.is_dir() else 0o666) if root in path.parents or path == root else

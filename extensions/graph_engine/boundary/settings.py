@@ -38,6 +38,7 @@ FIELDS: dict[str, tuple[str, Any]] = {
     "utility_model": ("GRAPH_ENGINE_UTILITY_MODEL", True),
     "utility_timeout": ("GRAPH_ENGINE_UTILITY_TIMEOUT", DEFAULT_UTILITY_TIMEOUT),
     "parallel_branches": ("GRAPH_ENGINE_PARALLEL_BRANCHES", True),
+    "run_proposed": ("GRAPH_ENGINE_RUN_PROPOSED", False),
 }
 
 
@@ -51,6 +52,7 @@ class Settings:
     utility_model: bool = True  # ask Agent-Zero's utility model about the messages matching cannot settle
     utility_timeout: float = DEFAULT_UTILITY_TIMEOUT  # seconds its answer is waited for
     parallel_branches: bool = True  # a parallel node's branches run at once, each in a subordinate agent (v1.x)
+    run_proposed: bool = False  # a workflow the agent proposes runs without waiting for the person's approval
     project_library: str = ""  # the chat's project's own library, when the chat is in a project that has one
     problems: tuple[str, ...] = ()
 
@@ -112,7 +114,7 @@ def _seconds(value: Any) -> float:
 PARSERS: dict[str, Callable[[Any], Any]] = {"library_path": _text, "project_plans_folder": _folder,
                                             "picture": _picture, "card": _switch, "max_plans": _count,
                                             "utility_model": _switch, "utility_timeout": _seconds,
-                                            "parallel_branches": _switch}
+                                            "parallel_branches": _switch, "run_proposed": _switch}
 
 
 _ABSENT: set[str] = set()  # helpers modules this process could not import (tried once)

@@ -87,6 +87,7 @@ def keep_user_data(plugin_dir: Path) -> str | None:
     root = a0_root_of(plugin_dir)
     hook = plugin_dir / "extensions" / "python" / "before_main_llm_call"
     mine = [p for p in (hook / LIBRARY, hook / SHIPPED_BESIDE, plugin_dir / "config.json") if p.is_file()]
+    mine += sorted(p for p in hook.glob("*.dot") if p.is_file())  # workflows saved from a chat, and the user's own
     if not mine:
         return None
     backup = new_backup_dir(root)

@@ -11,7 +11,7 @@ from pathlib import Path
 from graph_engine.tools import dagre
 from graph_engine.tools.install_layout import (
     COMPANION, CONTROL_API, CORE_CONTROL_API, LIBRARY, LOADER, PACKAGE, PLUGIN, PLUGIN_README, PLUGIN_TOOLS,
-    PLUGIN_TOP, SCHEMA, SELECTOR, SRC, SRC_HOOKS, WARM_UP, Layout, say)
+    PLUGIN_TOP, SCHEMA, SELECTOR, SRC, SRC_HOOKS, TOOL, TOOL_PROMPT, WARM_UP, Layout, say)
 from graph_engine.tools.user_plans import SHIPPED_BESIDE, Merged
 
 # ── what to install ─────────────────────────────────────────────────────────
@@ -63,7 +63,7 @@ def plugin_files(src: Path = SRC) -> dict[str, bytes]:
     ZIP of ``make plugin`` and an install with ``--plugin`` hold exactly these (no tests, fixtures or bench)."""
     hooks = src / "extensions" / "python"
     found = [src / name for name in PLUGIN_TOP]
-    found += [src / "api" / CONTROL_API]
+    found += [src / "api" / CONTROL_API, src / "tools" / TOOL, src / "prompts" / TOOL_PROMPT]
     found += sorted((src / "webui").rglob("*"))
     found += web_ui_files(src)
     found += [hooks / "before_main_llm_call" / SELECTOR, hooks / "message_loop_prompts_after" / COMPANION,
@@ -110,6 +110,8 @@ def payload(layout: Layout, merged: Merged) -> dict[str, bytes]:
             (SRC_HOOKS / "message_loop_prompts_after" / COMPANION).read_bytes(),
         ext / "agent_init" / WARM_UP: (SRC_HOOKS / "agent_init" / WARM_UP).read_bytes(),
         ext / LOADER: (SRC_HOOKS / LOADER).read_bytes(),
+        layout.root / "usr" / "tools" / TOOL: (SRC / "tools" / TOOL).read_bytes(),  # both layouts read usr/ there
+        layout.root / "usr" / "prompts" / TOOL_PROMPT: (SRC / "prompts" / TOOL_PROMPT).read_bytes(),
     }
     for path in runtime_files():  # tools/ stays out of Agent-Zero
         files[ext / "graph_engine" / path.relative_to(PACKAGE)] = path.read_bytes()

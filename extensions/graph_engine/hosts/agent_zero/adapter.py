@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import cards, keeping, lines, reading
-from . import branches, pressed
+from . import branches, composed, pressed
 from ...boundary import settings
 from ...boundary.reading import file_fact
 from ...core import control, engine
@@ -215,6 +215,11 @@ async def control_api(body: Any, find_context: Callable[[str], Any], ext_file: s
         return pressed.answer(p, "refused", f"Not applied: the workflow engine failed ({type(exc).__name__}: {exc}).")
 
 
+async def tool_call(agent: Any, method: str, args: Any, ext_file: str) -> str:
+    """The ``graph_workflow`` tool (the plugin's ``tools/graph_workflow.py``): what the agent reads.  Never raises."""
+    return await composed.tool_call(agent, method, args, lambda cfg: runtime_for(ext_file, cfg))
+
+
 def _apply_when_free(agent: Any, ext_file: str) -> None:
     """On the chat's loop: apply what was pressed, unless a hook call of the agent waits (it applies it on waking)."""
     if agent.__dict__.get(pressed.WAITING_ATTR):
@@ -395,10 +400,10 @@ class _Pass:
     """What a hook call read before the step: the library, the state to run, the observation, and the question
     for the utility model (None: none)."""
 
-    __slots__ = ("library", "state", "obs", "question")
+    __slots__ = ("library", "state", "obs", "question", "told")
 
-    def __init__(self, library: Any, state: dict | None, obs: engine.Observation, question: Any) -> None:
-        self.library, self.state, self.obs, self.question = library, state, obs, question
+    def __init__(self, library: Any, state: dict | None, obs: engine.Observation, question: Any, told: str = "") -> None:
+        self.library, self.state, self.obs, self.question, self.told = library, state, obs, question, told
 
 
 def _prepare(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: settings.Settings,
@@ -416,7 +421,8 @@ def _prepare(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: settings.S
         restored = raw_state is not None
         if restored:
             raw_state = keeping.newest_record(rt, agent, raw_state)
-    if raw_state is None and not reading.may_start(rt, library, loop_data, request):
+    if raw_state is None and not reading.may_start(rt, library, loop_data, request) and not composed.wanted(
+            agent, reading.new_words(rt, loop_data, request)):
         return None  # no run, and no user message that could start one: nothing can happen in this pass
     problems = []  # a branch's agent takes no message; a pass stepped again has decided its own
     quiet = joined or (isinstance(raw_state, dict) and bool(raw_state.get("branch")))
@@ -431,9 +437,10 @@ def _prepare(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: settings.S
         state = keeping.reconcile(rt, agent, state)
     if state is not None and restored:
         state = keeping.resume(rt, agent, state)
+    told = "" if quiet else composed.read(rt, agent, obs, state)
     passes.read_facts(rt, obs, state, file_fact)
     question = passes.matched(library, agent, obs, state is not None, cfg.utility_model)
-    return _Pass(library, state, obs, question)
+    return _Pass(library, state, obs, question, told)
 
 
 _UNABLE: dict[tuple[type, bool], str] = {}  # (agent class, v1.x layout) -> why it cannot run branches at once
@@ -458,6 +465,8 @@ def _step(rt: Runtime, agent: Any, loop_data: Any, hook: str, p: _Pass) -> None:
     if fx.control:  # decided once: the other hook of this pass leaves the message alone
         setattr(agent, reading.CONTROL_ATTR, p.obs.message_id)
     _apply(rt, agent, loop_data, new_state, fx)
+    if p.told:  # what the person's words about a proposed workflow did
+        _tell(loop_data, p.told)
     if hook == engine.PROMPTS_AFTER:
         setattr(agent, reading.COMPANION_ATTR, (loop_data, p.obs.iteration))
 

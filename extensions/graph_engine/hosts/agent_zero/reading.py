@@ -25,6 +25,7 @@ COMPANION_ATTR = "_graph_engine_companion"  # (loop data, iteration) of the pass
 MAX_FULL_OUTPUT = 4 * 1024 * 1024
 MAX_ITERATION = 10 ** 9
 
+COMPOSE_TOOL = "graph_workflow"  # the pack's own tool: its result is never a step's evidence
 CONTROL_ATTR = "_graph_engine_control"  # the message (observation's message_id) last taken as a user's control
 
 
@@ -48,6 +49,12 @@ def may_start(rt: Runtime, library: Any, loop_data: Any, request: str | None = N
     messages name no plan: such a pass reads the message's words and the trigger index, nothing else.)"""
     if library is None:
         return False
+    words = new_words(rt, loop_data, request)
+    return bool(words) and (library.may_start(words) or is_control(rt, words) or not reads_as_english(rt, words))
+
+
+def new_words(rt: Runtime, loop_data: Any, request: str | None = None) -> str:
+    """The person's new words at this pass ("" for none), read once for both hooks."""
     if request is not None:
         words = request
     elif iteration_of(loop_data) > 0:
@@ -57,7 +64,7 @@ def may_start(rt: Runtime, library: Any, loop_data: Any, request: str | None = N
         if seen[0] is not message:  # other chats may replace it meanwhile
             seen = rt.message_words = (message, user_words(message))
         words = seen[1]
-    return bool(words) and (library.may_start(words) or is_control(rt, words) or not reads_as_english(rt, words))
+    return words
 
 
 def reads_as_english(rt: Runtime, words: str) -> bool:
@@ -104,6 +111,8 @@ def observe(agent: Any, loop_data: Any, hook: str, state: Any = None, problems: 
     output = None
     if not pass_already_seen(state, f"{monologue}:{iteration}"):  # the other hook judged it this pass
         output = newest_call_output(history) if iteration > 0 else reply_before_user_message(history)
+        if output is not None and output.tool.split(":", 1)[0] == COMPOSE_TOOL:
+            output = None  # what the workflow tool answered (a proposal, a status) judges no step
     if request is not None:  # the monologue's message, read late: no hook knows its domain now
         words, key, known = request, "", False
     elif iteration == 0:  # the monologue's message; the tracker classifies it in before_main_llm_call
