@@ -6,6 +6,8 @@ sent while the agent works until the agent stops.)
     POST /api/graph_workflow_control                            (installed by install_graph_engine.sh)
     {"context": CHAT ID, "run": RUN ID, "control": "stop" | "pause" | "resume" | "skip" | "retry" | "back" |
      "restart", "node": STEP ID (going back), "id": REQUEST ID}
+    {"context": CHAT ID, "run": PROPOSAL ID, "control": "approve" | "edit" | "reject", "text": THE PLAN (edit),
+     "id": REQUEST ID}   (a workflow proposed in the chat)
     -> {"ok", "id", "control", "status": "applied" | "refused" | "pending", "text", "run"}
 
 Agent-Zero checks the session and the CSRF token as for its own handlers.  The engine is found by the pack's one

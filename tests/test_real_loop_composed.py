@@ -11,8 +11,8 @@ from pathlib import Path
 from a0real import A0Copy, reply, respond, terminal
 from test_real_loop import WARM_UP, types, verdicts
 
-REQUEST = "migrate the config in {p} from INI to TOML and keep the old loader working"
-AGAIN = "move my app's settings in {p} from the ini format over to toml, the old ini loader must still work"
+REQUEST = "turn the settings.ini of {p} into settings.toml while keeping the INI loader working"
+AGAIN = "switch my app in {p} from ini settings to toml settings, the old ini loader must still work"
 INI = "[server]\nport = 8080\nhost = example.org\n"
 CONVERT = ("import configparser\nc = configparser.ConfigParser()\nc.read('settings.ini')\n"
            "with open('settings.toml', 'w') as f:\n"
@@ -70,7 +70,7 @@ def composed_events(events: list[dict]) -> list[dict]:
 
 def test_proposed_with_a_mistake_fixed_approved_run_saved_and_started_again_by_its_text(a0_tree):
     p = project(a0_tree)
-    turns = [WARM_UP, REQUEST.format(p=p), "go ahead", "save this workflow", AGAIN.format(p=p)]
+    turns = [WARM_UP, REQUEST.format(p=p), "go ahead", "save this workflow", {"wait": 3}, AGAIN.format(p=p)]
     replies = [terminal(f"ls {p}", "List the folder"), respond("settings.ini, convert.py and check.py."),
                propose(MISTAKE, p), propose(PLAN, p), respond("I wrote a two-step workflow; say go ahead to run it."),
                convert(p), check(p), respond("Moved to TOML; both loaders read the same settings."),
@@ -89,7 +89,8 @@ def test_proposed_with_a_mistake_fixed_approved_run_saved_and_started_again_by_i
     assert "graph_workflow" in run.calls[0]  # the tool's prompt is in the system prompt
     events = a0_tree.audit(run.chat_id)
     assert len(composed_events(events)) == 1
-    assert verdicts(events, "convert") == ["success", "success"] and verdicts(events, "loaders") == ["success"] * 2
+    assert verdicts(events, "convert") == ["success", "success"], [(e["type"], e.get("node"), e.get("reason")) for e in events]
+    assert verdicts(events, "loaders") == ["success"] * 2
     assert types(events).count("plan_completed") == 2
     assert (p / "settings.toml").is_file()
     saved = a0_tree.installed("htn_plan_library.json").parent / "ini_to_toml.dot"
@@ -132,15 +133,18 @@ def test_killed_during_a_call_the_composed_run_resumes_from_its_stored_text(a0_t
     assert "[WORKFLOW RESUMED" in second.last_user[0] and "Current step: Check both loaders" in second.last_user[0]
     events = a0_tree.audit(first.chat_id)
     assert verdicts(events, "convert") == ["success"] and verdicts(events, "loaders") == ["success"]
-    assert types(events)[-1] == "plan_completed"
+    assert types(events)[-1] == "plan_completed", [(e["type"], e.get("node"), e.get("reason")) for e in events]
 
 
-def test_a_proposal_of_a_hundred_thousand_nodes_or_a_loop_without_exit_is_refused(a0_tree):
+def test_a_proposal_over_the_node_limit_or_a_loop_without_exit_is_refused(a0_tree):
+    """(100,000 nodes, 1.3 MB, are refused by the tool at once: tests/hosts/test_composed.py.  Not sent through the
+    real loop: Agent-Zero parses a streamed reply again at each chunk, and spent over two minutes of CPU on a reply of
+    30 KB (3,000 nodes) before any tool ran.)"""
     p = project(a0_tree)
-    huge = "digraph big {\n" + "\n".join(f"n{i} -> n{i + 1}" for i in range(100_000)) + "\n}"
+    huge = "digraph big {\n" + "\n".join(f"n{i} -> n{i + 1}" for i in range(60)) + "\n}"
     loop = PLAN.replace('loaders -> exit [condition="outcome=success"]', 'loaders -> convert [condition="outcome=success"]')
     run = a0_tree.run([REQUEST.format(p=p)], [propose(huge, p), propose(loop, p), respond("No workflow, then.")])
     assert run.overrun == 0 and len(run.calls) == 3
-    assert "over the limit of 65,536" in run.calls[1]
+    assert "the plan has 61 nodes, over the limit of 40" in run.calls[1]
     assert "can repeat without spending a retry budget" in run.calls[2]
     assert a0_tree.state(run.chat_id) is None and not composed_events(a0_tree.audit(run.chat_id))

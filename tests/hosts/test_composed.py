@@ -293,3 +293,68 @@ def test_a_hundred_thousand_nodes_or_a_loop_without_exit_are_refused_before_anyt
     loop = GOOD.replace('restore -> exit [condition="outcome=success"]', 'restore -> copy [condition="outcome=success"]')
     p = compose.check(loop)
     assert not p.ok and any("can repeat without spending a retry budget" in line for line in p.problems)
+
+
+# ── the proposal's card and its buttons (the web UI's component; the browser: tests/test_real_ui_composed.py) ──
+
+
+def press(s: Session, kind: str, run: str | None = None, **extra) -> dict:
+    """What the API handler does when a button of the proposal's card is pressed."""
+    body = {"context": s.agent.context.id, "run": run or composed.pending(s.agent)["id"], "control": kind,
+            "id": "r1", **extra}
+    return asyncio.run(adapter.control_api(body, lambda cid: s.agent.context, str(SELECTOR)))
+
+
+def proposal_card(s: Session) -> dict:
+    item = next(i for i in reversed(s.log.logs) if i.kvps and i.kvps.get("Status") in ("proposed", "approved",
+                                                                                         "rejected"))
+    return {"heading": item.heading, "status": item.kvps["Status"], "run": json.loads(item.kvps["graph_run"]),
+            "source": "".join(item.kvps["graph_source"]), "graph": json.loads("".join(item.kvps["graph"]))}
+
+
+def test_the_proposal_is_a_card_with_its_graph_its_text_and_approve_edit_reject():
+    s = proposed()
+    card = proposal_card(s)
+    assert card["heading"] == "Workflow: Photo backup: proposed, waiting for approval"
+    assert card["source"] == GOOD and card["run"]["status"] == "proposed"
+    assert [c[1] for c in card["run"]["controls"]] == ["approve", "edit", "reject"]
+    assert {n[0] for n in card["graph"]["nodes"]} == {"start", "copy", "restore", "stuck", "exit"}
+    assert set(card["run"]["marks"]) == {"p"}
+
+
+def test_approve_pressed_starts_it_at_the_agents_next_pass():
+    s = proposed()
+    answer = press(s, "approve")
+    assert answer["status"] == "applied" and answer["text"] == "Approved: it starts at the agent's next step."
+    assert composed.pending(s.agent) is None and proposal_card(s)["status"] == "approved"
+    assert proposal_card(s)["run"]["controls"] == []
+    s.nudge()  # what the woken agent's pass reads: a system message, no words of the person's
+    record = s.run_pass(passed("copied"))
+    assert s.state["plan_id"] == "photo_backup" and "approved by the person in the web UI" in told(record)
+    assert "Current step: Copy the photos" in told(record)
+    assert press(s, "approve", run="feedbeef")["status"] == "refused"  # nothing waits any more
+
+
+def test_edit_pressed_checks_the_new_text_and_keeps_waiting():
+    s = proposed()
+    refused = press(s, "edit", text=MISTAKE)
+    assert refused["status"] == "refused" and "node 'restore': the step has no check" in refused["text"]
+    assert composed.pending(s.agent)["source"]["text"] == GOOD
+    changed = press(s, "edit", text=AMENDED)
+    assert changed["status"] == "applied" and changed["text"].startswith("Changed (3 steps)")
+    assert composed.pending(s.agent)["source"]["text"] == AMENDED and proposal_card(s)["source"] == AMENDED
+    assert "clean" in {n[0] for n in proposal_card(s)["graph"]["nodes"]}
+    s.user("go ahead")
+    s.run_pass(passed("copied"))
+    assert s.state["source"]["text"] == AMENDED
+    assert press(s, "edit", run="x" * 12, text="")["status"] == "refused"  # an edit needs the text
+
+
+def test_reject_pressed_ends_it_and_the_next_call_is_told():
+    s = proposed()
+    answer = press(s, "reject")
+    assert answer["status"] == "applied" and composed.pending(s.agent) is None
+    assert proposal_card(s)["status"] == "rejected"
+    s.user("ok then, just tell me what is in the folder")
+    record = s.run_pass(Reply(final="photos/"))
+    assert "rejected the proposed workflow 'Photo backup' in the web UI" in told(record) and s.state is None

@@ -231,8 +231,9 @@ def test_make_plugin_builds_the_zip_of_what_runs_inside_agent_zero_and_prints_it
     assert all(n.startswith(f"{PLUGIN}/") for n in names)
     tops = {n.split("/")[1] for n in names}
     assert tops == {"plugin.yaml", "hooks.py", "execute.py", "default_config.yaml", "LICENSE", "README.md", "webui",
-                    "extensions", "plan_library", "api", "package.json", "package-lock.json"}
+                    "extensions", "plan_library", "api", "package.json", "package-lock.json", "tools", "prompts"}
     assert f"{PLUGIN}/api/workflow_control.py" in names  # the component's buttons call it
+    assert {f"{PLUGIN}/tools/graph_workflow.py", f"{PLUGIN}/prompts/agent.system.tool.graph_workflow.md"} <= set(names)
     webui = {n.split("/", 1)[1] for n in names if "/extensions/webui/" in n}
     assert {"extensions/webui/get_message_handler/graph-workflow-handler.js",
             "extensions/webui/chat-input-start/graph-workflow-strip.html",

@@ -681,6 +681,14 @@ class LibraryCache:
         except ValueError as exc:
             return self._take(None, exc)
 
+    def written(self) -> None:
+        """This process wrote a plan beside the library (a workflow saved from a chat): look at once, so that the
+        load (off the passes, with its meaning index) is ready for the person's next message."""
+        if self._loader is None:
+            self._checked_at = -1e18
+            if self.current is not None and self.background:
+                self.refresh()
+
     def _load_aside(self) -> None:
         """The thread's work, begun after BACKGROUND_DELAY (the pass that saw the edit ends first, undisturbed):
         load the edited file and build its meaning index; the next ``refresh`` takes what it left."""

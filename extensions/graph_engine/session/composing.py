@@ -173,4 +173,5 @@ def save(rt: Runtime, plan: Plan, source: dict[str, str], request: str, name: st
             fh.write(text)
     except OSError as exc:
         return False, f"{path} cannot be written ({exc.strerror or exc})"
+    rt.library.written()
     return True, f"saved as {path}; from now on it starts when a request asks for its job, like any plan"

@@ -234,3 +234,18 @@ def _name(plan: Plan | None, nid: str) -> str:
 def _short(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= REASON_SHOWN else text[: REASON_SHOWN - 3] + "..."
+
+
+PROPOSAL_WORDS = {"proposed": "proposed, waiting for approval", "approved": "approved", "rejected": "rejected",
+                  "replaced": "replaced by a newer proposal"}
+
+
+def proposal_text(plan: Plan, proposal: str, status: str, by: str) -> tuple[str, str, dict]:
+    """(heading, content, key-value table) of the card of a workflow proposed in the chat."""
+    steps = [plan.nodes[n].name for n in plan.success_path if plan.nodes[n].kind.judged]
+    lines = [f"Proposed by {'the agent' if by == 'agent' else 'the person'}: {plural(len(plan.task_ids), 'step')}"]
+    lines += [f"{i}. {name}" for i, name in enumerate(steps[:MAX_LISTED], 1)]
+    if status == "proposed":
+        lines.append('Approve it with "go ahead" (or the Approve button); "no" rejects it')
+    kvps = {"Plan": plan.name, "Run": proposal, "Status": status}
+    return f"{HEADING}: {plan.name}: {PROPOSAL_WORDS.get(status, status)}", "\n".join(lines), kvps

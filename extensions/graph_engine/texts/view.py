@@ -306,3 +306,28 @@ def _skeleton(plan: Plan) -> Skeleton:
                 found.windows[(nid,)] = _around(found, [i])
         _SKELETONS[key] = found
     return found
+
+
+PROPOSAL_STATUSES = ("proposed", "approved", "rejected", "replaced")
+SOURCE_KEY = "graph_source"  # a proposed workflow's text, in chunks (the component's Edit shows it)
+PROPOSAL_CONTROLS = [["Approve", "approve", "", "go ahead"], ["Edit", "edit", "", ""], ["Reject", "reject", "", "no"]]
+
+
+def proposal_view(plan: Plan, proposal: str, status: str, source: str, answer: dict[str, str] | None = None
+                  ) -> dict[str, Any]:
+    """The component's data for a workflow proposed in the chat (``status``: PROPOSAL_STATUSES): its graph, every
+    step not reached, the Approve, Edit and Reject controls while it waits, and its text (``SOURCE_KEY``)."""
+    sk = _skeleton(plan)
+    if not sk.chunks:
+        return {}
+    run = {"v": VERSION, "run": proposal, "status": status, "paused": False, "step": "", "current": "",
+           "attempt": "", "pace": "primary", "done": 0, "total": len(plan.task_ids), "check": None, "said": "",
+           "picture": "", "marks": MARKS["pending"] * len(sk.order), "taken": [],
+           "controls": PROPOSAL_CONTROLS if status == "proposed" else []}
+    if answer:
+        run["answer"] = answer
+    out = _json(run)
+    if len(out) > MAX_JSON:
+        return {}
+    return {KEY: list(sk.chunks), RUN_KEY: out,
+            SOURCE_KEY: [source[i:i + MAX_JSON] for i in range(0, len(source), MAX_JSON)] or [""]}

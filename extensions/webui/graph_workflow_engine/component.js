@@ -17,6 +17,8 @@ const MARK_TEXT = { current: "current step", done: "done", recovered: "done afte
                     pending: "not reached", unknown: "mark not sent (only the steps around the current one have theirs)" };
 const LEGEND = ["current", "done", "recovered", "passed", "failed", "skipped", "reached", "pending"];
 const STYLE = { on_fail: "retry", on_retry: "retry", on_exhaust: "exhaust" };
+const PROPOSAL = { proposed: "Workflow proposed, waiting for approval", approved: "Workflow approved",
+                   rejected: "Workflow rejected", replaced: "Workflow replaced by a newer proposal" }; // a workflow proposed in the chat, before it runs
 
 // ── the item's data ─────────────────────────────────────────────────────────────────────────────────────────
 
@@ -69,7 +71,8 @@ export function parse(kvps) {
   const check = run.check && typeof run.check === "object"
     ? { step: text(run.check.step), outcome: text(run.check.outcome), reason: text(run.check.reason) } : null;
   const branches = (Array.isArray(run.branches) ? run.branches : []).filter(Array.isArray).map((b) => b.map(text));
-  return { ...run, run: text(run.run), status: text(run.status), step: text(run.step), current: text(run.current),
+  const source = Array.isArray(kvps?.graph_source) ? kvps.graph_source.map(text).join("") : text(kvps?.graph_source);
+  return { ...run, source, run: text(run.run), status: text(run.status), step: text(run.step), current: text(run.current),
            attempt: text(run.attempt), pace: text(run.pace), said: text(run.said), picture: text(run.picture),
            done: Number(run.done) || 0, total: Number(run.total) || 0, check, branches,
            plan: drawing.plan, drawing, window, marks, taken,
@@ -101,6 +104,7 @@ function statusOf(d) {
 // where the run is, in the words read out when it changes: "Step 3 of 5: Implement the fix", "Workflow stopped"
 export function now(d) {
   const status = statusOf(d);
+  if (PROPOSAL[status]) return PROPOSAL[status];
   if (status === "active") return d.step ? `${cap(d.step)}: ${d.current}` : d.current ? `At ${d.current}` : "Workflow active";
   if (status === "escalated") return `Workflow escalated to PACE level ${d.pace}`;
   return `Workflow ${status}`;
@@ -138,16 +142,31 @@ function build(run) {
     textToggle: el("button", { class: "gw-button gw-text-toggle", type: "button", "aria-pressed": "false",
                                text: "Show as text" }),
     text: el("pre", { class: "gw-text gw-visually-hidden", id: `${uid}-text` }),
+    editor: el("div", { class: "gw-editor", hidden: "" }),
+    source: el("textarea", { class: "gw-source", id: `${uid}-source`, rows: "14", spellcheck: "false" }),
+    saveEdit: el("button", { class: "gw-button gw-save-edit", type: "button", text: "Check and save" }),
+    cancelEdit: el("button", { class: "gw-button gw-cancel-edit", type: "button", text: "Cancel" }),
   };
   const root = el("div", { class: "graph-workflow", "data-run": run, tabindex: "-1", role: "region",
                            "aria-labelledby": `${uid}-plan` },
     el("div", { class: "gw-head" }, parts.plan, parts.badge), parts.facts, parts.live, parts.branches, parts.check,
-    parts.outcome, parts.controls, parts.back, parts.foldBar, parts.box, parts.note, parts.legend, parts.picture,
+    parts.outcome, parts.controls, parts.editor, parts.back, parts.foldBar, parts.box, parts.note, parts.legend, parts.picture,
     el("div", {}, parts.textToggle), parts.text);
   parts.controls.appendChild(parts.answer);
   parts.back.append(el("label", { for: `${uid}-back`, text: "Go back to a step done:" }), parts.select,
                     parts.backButton);
   parts.foldBar.append(parts.foldText, " ", parts.foldButton);
+  parts.editor.append(el("label", { for: `${uid}-source`, text: "The workflow's text (DOT or JSON):" }), parts.source,
+                      el("div", { class: "gw-controls" }, parts.saveEdit, parts.cancelEdit));
+  parts.saveEdit.addEventListener("click", async () => {
+    const d = root._gw.data;
+    if (!d || parts.saveEdit.getAttribute("aria-disabled") === "true") return;
+    disable(parts.saveEdit, true);
+    const answer = await press(d.run, "edit", "", parts.source.value);
+    disable(parts.saveEdit, false);
+    if (answer.status === "applied") closeEditor(root);
+  });
+  parts.cancelEdit.addEventListener("click", () => closeEditor(root));
   root._gw = { uid, parts, expanded: false, announced: null, current: "", layoutKey: "", laid: null, data: null };
   parts.backButton.addEventListener("click", () => {
     const node = parts.select.value;
@@ -165,7 +184,23 @@ function build(run) {
 
 function act(root, kind, node = "") {
   const d = root._gw.data;
-  if (d) press(d.run, kind, node);
+  if (!d) return;
+  if (kind === "edit") openEditor(root);
+  else press(d.run, kind, node);
+}
+
+// Edit on a proposed workflow: its text in place, checked by the engine when saved (the answer line says why not)
+function openEditor(root) {
+  const p = root._gw.parts;
+  if (p.editor.hidden) p.source.value = root._gw.data.source;
+  p.editor.hidden = false;
+  p.source.focus();
+}
+
+function closeEditor(root) {
+  const p = root._gw.parts;
+  p.editor.hidden = true;
+  root.querySelector('.gw-button[data-kind="edit"]')?.focus();
 }
 
 onAnswer((run) => {
@@ -208,8 +243,10 @@ function update(root, d, text, first) {
   } else {
     facts.push(`${d.done} of ${d.total} steps done`);
   }
-  facts.push(`PACE ${d.pace}`);
+  if (PROPOSAL[d.status]) facts.splice(0, facts.length, `${d.total} step${d.total === 1 ? "" : "s"}`);
+  else facts.push(`PACE ${d.pace}`);
   p.facts.textContent = facts.join(" · ");
+  if (d.status !== "proposed") p.editor.hidden = true;
   const said = now(d);
   if (s.announced !== said) { // read out when it changes, not when the chat is drawn again
     p.live.textContent = said;

@@ -10,9 +10,10 @@ export const API = import.meta.url.includes("/plugins/graph_workflow_engine/")
   : "/graph_workflow_control";
 
 const PENDING = { stop: "Stopping…", pause: "Pausing…", resume: "Resuming…", skip: "Skipping…", retry: "Retrying…",
-                  back: "Going back…", restart: "Restarting…" };
+                  back: "Going back…", restart: "Restarting…", approve: "Approving…", edit: "Checking…",
+                  reject: "Rejecting…" };
 const APPLIED = { stop: "Stopped", pause: "Paused", resume: "Resumed", skip: "Skipped", retry: "Attempts restored",
-                  back: "Went back", restart: "Restarted" };
+                  back: "Went back", restart: "Restarted", approve: "Approved", edit: "Changed", reject: "Rejected" };
 
 const pressed = new Map(); // run id -> {id, control, status, text} of the last control pressed in this page
 const listeners = new Set();
@@ -74,15 +75,18 @@ function reason(error) {
   return text.length > 140 ? `${text.slice(0, 137)}...` : text || "no answer";
 }
 
-// press a control of a run: {run, control, node}; the page's draft is never touched
-export async function press(run, control, node = "") {
+// press a control of a run (or of a proposed workflow: approve, edit with its new text, reject): {run, control,
+// node, text}; the page's draft is never touched
+export async function press(run, control, node = "", text = "") {
   const id = requestId();
   pressed.set(run, { id, control, status: "sending", text: "" });
   changed(run);
   let answer;
   try {
     const context = typeof globalThis.getContext === "function" ? globalThis.getContext() : "";
-    const res = await callJsonApi(API, { context, run, control, node: control === "back" ? node : "", id });
+    const body = { context, run, control, node: control === "back" ? node : "", id };
+    if (control === "edit") body.text = text;
+    const res = await callJsonApi(API, body);
     if (!res || typeof res !== "object" || !["applied", "refused", "pending"].includes(res.status)) {
       throw new Error("the answer was not one the component knows");
     }

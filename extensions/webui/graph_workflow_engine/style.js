@@ -36,7 +36,13 @@ const CSS = `
 .graph-workflow [hidden], .gw-strip [hidden] { display: none !important; }
 .gw-button:focus-visible, .graph-workflow .gw-select:focus-visible, .gw-strip-open:focus-visible {
   outline: 3px solid var(--color-highlight); outline-offset: 2px; }
-.gw-answer { font-size: .85rem; color: var(--color-text-muted); }
+.gw-answer { font-size: .85rem; color: var(--color-text-muted); white-space: pre-wrap; }
+.gw-badge-proposed { background: #fff3cd; color: #5c4400; border-color: #e0c36b; }
+.gw-badge-approved { background: #2e7d32; color: #fff; border-color: transparent; }
+.gw-editor { display: flex; flex-direction: column; gap: .4rem; margin: .4rem 0; }
+.gw-source { font-family: var(--font-family-code, monospace); font-size: .8rem; width: 100%; box-sizing: border-box;
+  background: var(--color-input); color: var(--color-text); border: 1px solid var(--color-border); border-radius: .3rem;
+  padding: .4rem; }
 .gw-answer-failed, .gw-answer-refused { color: var(--color-warning-text); }
 .gw-answer-sending { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
 .graph-workflow .gw-graph-box { overflow: auto; margin: .4rem 0; max-height: min(55vh, 36rem);

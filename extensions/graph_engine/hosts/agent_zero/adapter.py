@@ -257,6 +257,15 @@ def _apply_one(rt: Runtime, agent: Any, p: pressed.Pressed, loop_data: Any, hook
     with rt.warming:  # the warm-up thread is loading the library: wait for it, as a pass does
         library, _ = rt.library.refresh()
     plans = library if library is not None else ()
+    if p.kind in pressed.PROPOSING:  # Approve, Edit or Reject on a proposed workflow's card
+        answer, told = composed.pressed_proposal(rt, agent, p)
+        if told and not hook:
+            setattr(agent, TOLD_ATTR, told)
+        elif told:
+            _tell(loop_data, told)
+        if p.kind == "approve" and answer["status"] == "applied" and not hook:
+            _go_on_when_idle(agent, p.kind, None)
+        return answer
     state = _pressed_state(rt, agent)
     if state is None or state.get("run_id") != p.run:
         return pressed.answer(p, "refused", "This workflow is no longer running.")
@@ -323,15 +332,16 @@ WAKE_POLL = 0.25  # seconds between two looks at whether the chat's agent is at 
 WAKE_LIMIT = 3600.0  # the longest a control waits for the agent's work to end before it stops looking
 
 
-def _go_on_when_idle(agent: Any, kind: str, state: dict) -> None:
-    """A control that moves the run on (resume, skip, go back, retry, restart) pressed while the chat's agent is
-    idle, or while it finishes a turn that will not see it: once the agent is idle and no call has been told of it,
-    the agent is woken, as Agent-Zero's Nudge wakes it, with a system message (not a request of the person's)."""
+def _go_on_when_idle(agent: Any, kind: str, state: dict | None) -> None:
+    """A control that moves the run on (resume, skip, go back, retry, restart; approve: a proposed workflow, no run
+    yet, ``state`` None) pressed while the chat's agent is idle, or while it finishes a turn that will not see it:
+    once the agent is idle and no call has been told of it (or taken the approved workflow), the agent is woken, as
+    Agent-Zero's Nudge wakes it, with a system message (not a request of the person's)."""
     context = getattr(agent, "context", None)
     loop = pressed.chat_loop(context)
     if loop is None or not callable(getattr(context, "communicate", None)):
         return
-    run_id, turn = state.get("run_id"), state.get("turn")
+    run_id, turn = (state.get("run_id"), state.get("turn")) if state is not None else (None, None)
 
     async def wake() -> None:
         waited = 0.0
@@ -339,8 +349,11 @@ def _go_on_when_idle(agent: Any, kind: str, state: dict) -> None:
             await asyncio.sleep(WAKE_POLL)
             waited += WAKE_POLL
         current = getattr(agent, keeping.STATE_ATTR, None)
-        if _working(context) or not (isinstance(current, dict) and current.get("run_id") == run_id
-                                     and current.get("turn") == turn and current.get("status") == "active"):
+        if state is None:
+            if _working(context) or agent.__dict__.get(composed.OFFER_ATTR) is None:
+                return  # a pass took the approved workflow meanwhile
+        elif _working(context) or not (isinstance(current, dict) and current.get("run_id") == run_id
+                                       and current.get("turn") == turn and current.get("status") == "active"):
             return  # a call has been told, or the run changed meanwhile
         try:
             cls = sys.modules[type(agent).__module__].UserMessage

@@ -230,3 +230,30 @@ def run_events(log_path: str, newest: list[dict]) -> list[dict]:
         pass
     seen = max((e.get("seq", 0) for e in events if isinstance(e.get("seq"), int)), default=0)
     return events + [e for e in newest if isinstance(e.get("seq"), int) and e["seq"] > seen]
+
+
+PROPOSAL_CARDS_ATTR = "_graph_engine_proposal_cards"  # on the agent: proposal id -> its card (the newest few)
+
+
+def show_proposal(agent: Any, proposal: str, plan: Plan, status: str, by: str, source: str,
+                  answer: dict | None = None) -> None:
+    """The card of a workflow proposed in the chat, made or updated in place: its graph, and while it waits the
+    Approve, Edit and Reject buttons (v1.x).  A log without Agent-Zero's item API shows no card (the chat's lines
+    say the same)."""
+    if getattr(agent, CARD_ATTR, None) is False or not settings.active("card"):
+        return
+    heading, content, kvps = card.proposal_text(plan, proposal, status, by)
+    if "helpers.extension" in sys.modules:
+        kvps = {**kvps, **view.proposal_view(plan, proposal, status, source, answer)}
+    known = agent.__dict__.setdefault(PROPOSAL_CARDS_ATTR, {})
+    item = known.get(proposal) or logged_card(agent, proposal)
+    try:
+        if item is not None and still_logged(agent, item):
+            update_card(item, heading, content, kvps, None)
+        else:
+            item = page.log(agent.context.log, card_type(kvps), heading, content, kvps)
+    except Exception:  # noqa: BLE001 - no card; the lines in the chat say what happened
+        return
+    known[proposal] = item
+    while len(known) > 8:
+        known.pop(next(iter(known)))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import keeping, lines, reading
+from . import cards, keeping, lines, pressed, reading
 from ...boundary import settings
 from ...core import control, engine
 from ...core.state import DATA_KEY
@@ -34,10 +34,23 @@ def pending(agent: Any) -> dict | None:
 
 
 def _keep(agent: Any, value: dict | None) -> None:
+    old = pending(agent)
+    if value is not None and old is not None and old.get("id") != value.get("id"):
+        _card(agent, old, None, "replaced")  # one proposal waits per chat: the newer one
     try:
         agent.set_data(PENDING_KEY, value)
     except Exception:  # noqa: BLE001
         pass
+
+
+def _card(agent: Any, waiting: dict, plan: Any, status: str, answer: dict | None = None) -> None:
+    """The proposal's card in the chat's log (made, or updated in place)."""
+    if plan is None:
+        from ...authoring import compose
+        plan = compose.check(waiting["source"].get("text", ""), waiting["source"].get("format", "")).plan
+    if plan is not None:
+        cards.show_proposal(agent, str(waiting.get("id", "")), plan, status, str(waiting.get("by", "agent")),
+                            str(waiting["source"].get("text", "")), answer)
 
 
 def wanted(agent: Any, words: str) -> bool:
@@ -84,6 +97,7 @@ def _answered(rt: Runtime, agent: Any, obs: engine.Observation, words: str) -> s
     _keep(agent, None)
     name = str(waiting.get("name", "the workflow"))
     if verdict == "reject":
+        _card(agent, waiting, None, "rejected")
         lines.log(agent, "info", f"[HTN] The proposed workflow '{name}' was rejected by the person; it does not run")
         return render.control_line(f"The person rejected the proposed workflow '{name}'; it does not run. Ask what "
                                    "they want instead, or go on without a workflow.")
@@ -93,6 +107,7 @@ def _answered(rt: Runtime, agent: Any, obs: engine.Observation, words: str) -> s
                                     "propose it again")
         return render.control_line(f"The proposed workflow '{name}' cannot start: {why}. Propose it again.")
     obs.offer = offer
+    _card(agent, waiting, offer.plan, "approved")
     return ""
 
 
@@ -104,6 +119,7 @@ def _pasted(rt: Runtime, agent: Any, words: str, state: dict | None) -> str:
         return render.control_line("The person pasted a workflow that does not pass its checks; tell them what to "
                                    "fix:\n" + answer.split("\n", 1)[-1])
     _keep(agent, waiting)
+    _card(agent, waiting, proposal.plan, "proposed")
     lines.log(agent, "info", f"[HTN] Workflow '{waiting['name']}' pasted in the chat ({waiting['steps']} steps): it "
                              "waits for approval (Approve, or \"go ahead\"; \"no\" rejects it)")
     return render.control_line(f"The person pasted the workflow '{waiting['name']}'; it passed its checks. Ask them "
@@ -205,6 +221,7 @@ def _propose(rt: Runtime, agent: Any, cfg: settings.Settings, args: dict, state:
         what = "The change" if amend else f"The workflow '{waiting['name']}'"
         return f"{what} passed its checks and takes effect now: the workflow's next step follows."
     _keep(agent, waiting)
+    _card(agent, waiting, proposal.plan, "proposed")
     what = "A change to the running workflow" if amend else f"Workflow '{waiting['name']}'"
     lines.log(agent, "info", f"[HTN] {what} proposed by the agent ({waiting['steps']} steps): it waits for the "
                              "person's approval (Approve, or \"go ahead\"; \"no\" rejects it)")
@@ -243,3 +260,43 @@ def _status(rt: Runtime, agent: Any, state: dict | None) -> str:
     if waiting is not None:
         parts.append(f"The proposed workflow '{waiting.get('name')}' waits for the person's approval.")
     return " ".join(parts)
+
+
+def pressed_proposal(rt: Runtime, agent: Any, p: pressed.Pressed) -> tuple[dict[str, Any], str]:
+    """Approve, Edit or Reject pressed on a proposal's card: (the answer for the page, what the agent's next call
+    is told, "" for nothing).  Approved, it is the offer the next pass takes (the adapter wakes an idle agent)."""
+    waiting = pending(agent)
+    if waiting is None or waiting.get("id") != p.run:
+        return pressed.answer(p, "refused", "This proposal is no longer waiting for an answer."), ""
+    name = str(waiting.get("name", "the workflow"))
+    if p.kind == "reject":
+        _keep(agent, None)
+        _card(agent, waiting, None, "rejected")
+        lines.log(agent, "info", f"[HTN] The proposed workflow '{name}' was rejected by the person in the web UI; it "
+                                 "does not run")
+        return (pressed.answer(p, "applied", "Rejected: it does not run."),
+                render.control_line(f"The person rejected the proposed workflow '{name}' in the web UI; it does not "
+                                    "run. Ask what they want instead, or go on without a workflow."))
+    if p.kind == "approve":
+        offer, why = composing.offer_of(rt, waiting, composing.APPROVED_BY_BUTTON)
+        _keep(agent, None)
+        if offer is None:
+            _card(agent, waiting, None, "rejected")
+            return pressed.answer(p, "refused", f"It cannot start: {why}."), ""
+        agent.__dict__[OFFER_ATTR] = offer
+        _card(agent, waiting, offer.plan, "approved")
+        lines.log(agent, "info", f"[HTN] The proposed workflow '{name}' was approved by the person in the web UI")
+        return pressed.answer(p, "applied", "Approved: it starts at the agent's next step."), ""
+    running = _live(rt, agent)
+    answer, changed, proposal = composing.propose(rt, p.text, "", str(waiting.get("request", "")), running,
+                                                  bool(waiting.get("amend")), str(waiting.get("by", "agent")))
+    if changed is None:
+        return pressed.answer(p, "refused", answer), ""
+    changed["id"] = waiting["id"]
+    _keep(agent, changed)
+    _card(agent, changed, proposal.plan, "proposed")
+    lines.log(agent, "info", f"[HTN] The proposed workflow '{changed['name']}' was edited by the person in the web "
+                             "UI; it waits for approval")
+    return (pressed.answer(p, "applied", f"Changed ({changed['steps']} steps); approve it to run it."),
+            render.control_line(f"The person edited the proposed workflow; it is now '{changed['name']}' "
+                                f"({changed['steps']} steps) and waits for their approval."))

@@ -24,11 +24,13 @@ from typing import Any, Callable
 
 from ...core.control import CANONICAL
 
-KINDS = ("stop", "pause", "resume", "skip", "retry", "back", "restart")
+KINDS = ("stop", "pause", "resume", "skip", "retry", "back", "restart", "approve", "edit", "reject")
+PROPOSING = ("approve", "edit", "reject")  # the controls of a workflow proposed in the chat (its id is the "run")
+MAX_TEXT = 64 * 1024  # an edited plan's text
 STOPS_BRANCHES = ("stop", "pause", "back", "restart")  # what stops the agents of branches running at once
-WAKES = ("resume", "skip", "back", "retry", "restart")  # what an idle chat's agent goes on with at once
+WAKES = ("resume", "skip", "back", "retry", "restart", "approve")  # what an idle chat's agent goes on with at once
 LABELS = {"stop": "Stop", "pause": "Pause", "resume": "Resume", "skip": "Skip step", "retry": "Retry step",
-          "back": "Back to a step", "restart": "Restart"}
+          "back": "Back to a step", "restart": "Restart", "approve": "Approve", "edit": "Edit", "reject": "Reject"}
 QUEUE_ATTR = "_graph_engine_pressed"  # on the chat's agent: the controls pressed and not applied yet
 WAITING_ATTR = "_graph_engine_waiting"  # on the chat's agent: a hook call waits, and applies them when it wakes
 ANSWER_WAIT = 3.0  # seconds the API handler waits for the answer before it says "pending"
@@ -47,6 +49,7 @@ class Pressed:
     run: str
     node: str = ""
     id: str = ""
+    text: str = ""  # an edited plan (edit)
     at: float = field(default_factory=time.time)
     answer: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
 
@@ -55,7 +58,7 @@ class Pressed:
         """The words a person would type for it (the audit event's ``said``)."""
         if self.kind == "back":
             return "go back to a step"
-        return CANONICAL[self.kind]
+        return CANONICAL.get(self.kind, LABELS.get(self.kind, self.kind).lower())
 
     def settle(self, answer: dict[str, Any]) -> None:
         if not self.answer.done():
@@ -66,7 +69,7 @@ def parse(body: Any) -> Pressed | str:
     """The request's body read into a Pressed, or why it is refused (a short sentence for the person)."""
     if not isinstance(body, dict):
         return "the request is not a JSON object"
-    kind, run, node, rid = (body.get(k) for k in ("control", "run", "node", "id"))
+    kind, run, node, rid, text = (body.get(k) for k in ("control", "run", "node", "id", "text"))
     if kind not in KINDS:
         return f"unknown control {str(kind)[:40]!r} (one of {', '.join(KINDS)})"
     if not isinstance(run, str) or not _RUN.fullmatch(run):
@@ -75,7 +78,10 @@ def parse(body: Any) -> Pressed | str:
         return "the request id must be 1 to 40 letters, digits, '-' or '_'"
     if kind == "back" and not (isinstance(node, str) and _NODE.fullmatch(node)):
         return "going back needs the step to go back to"
-    return Pressed(kind=kind, run=run, node=node if kind == "back" else "", id=rid or "")
+    if kind == "edit" and not (isinstance(text, str) and 0 < len(text) <= MAX_TEXT):
+        return f"an edit needs the plan's text (at most {MAX_TEXT // 1024} KiB)"
+    return Pressed(kind=kind, run=run, node=node if kind == "back" else "", id=rid or "",
+                   text=text if kind == "edit" else "")
 
 
 def answer(p: Pressed, status: str, text: str, run: str = "") -> dict[str, Any]:
