@@ -358,3 +358,76 @@ def test_reject_pressed_ends_it_and_the_next_call_is_told():
     s.user("ok then, just tell me what is in the folder")
     record = s.run_pass(Reply(final="photos/"))
     assert "rejected the proposed workflow 'Photo backup' in the web UI" in told(record) and s.state is None
+
+
+@pytest.mark.parametrize("said", ["/workflow Git Feature Branch", "/workflow git_feature_branch"])
+def test_the_persons_slash_workflow_starts_a_library_plan_by_name_or_id(said):
+    s = Session()
+    s.user(said)
+    record = s.run_pass(passed("On branch main"))
+    assert s.state["plan_id"] == "git_feature_branch"
+    assert "Started by the user: 'Git Feature Branch'" in told(record)
+
+
+def test_slash_workflow_alone_lists_the_plans_and_an_unknown_name_is_answered():
+    s = Session()
+    s.user("/workflow")
+    record = s.run_pass(Reply(final="Here they are."))
+    assert "Git Feature Branch" in told(record) and s.state is None
+    s.user("/workflow teleport")
+    record = s.run_pass(Reply(final="No such plan."))
+    assert "teleport" in told(record) and s.state is None
+
+
+# ── what the agent and the model read, in a golden file a reviewer reads in the diff (`make prompts`) ──
+
+from golden import text_files  # noqa: E402
+from graph_engine.tools.standin import FIXTURES  # noqa: E402
+
+ComposedFile = text_files(FIXTURES / "prompts", lambda name: "composed")
+
+
+def composed_texts() -> str:
+    """Every text of a composed workflow's life, as the agent reads it (tool results) or its call is shown."""
+    sections: list[tuple[str, str]] = []
+    s = Session()
+    s.user(REQUEST)
+    for title, plan in (("refused: a step without a check", MISTAKE),
+                        ("refused: a loop without exit", GOOD.replace('restore -> exit [condition="outcome=success"]',
+                                                                       'restore -> copy [condition="outcome=success"]')),
+                        ("refused: too many nodes", "digraph big {\n" + "\n".join(f"n{i} -> n{i + 1}"
+                                                                                  for i in range(60)) + "\n}"),
+                        ("refused: not JSON", '{"name": "x", "graph": '),
+                        ("refused: a linear plan", {"name": "Steps", "steps": [{"name": "a"}]})):
+        sections.append((f"tool propose, {title}", tool(s, "propose", plan=plan).output))
+    sections.append(("tool propose, accepted", tool(s, "propose", plan=GOOD, request=REQUEST).output))
+    sections.append(("tool status, waiting", tool(s, "status").output))
+    s.run_pass(Reply(final="Approve?"))
+    s.user("go ahead")
+    sections.append(("approved: the first call", told(s.run_pass(passed("copied")))))
+    sections.append(("tool amend, refused", tool(s, "amend", plan=GOOD.replace("copy", "duplicate")).output))
+    sections.append(("tool amend, accepted", tool(s, "amend", plan=AMENDED).output))
+    s.run_pass(Reply(final="Add a clean-up step?"))
+    s.user("yes")
+    sections.append(("amended: the next call", told(s.run_pass(cmd("x", "SAME")))))
+    s.run_pass(passed("removed"))
+    sections.append(("completed", told(s.run_pass(Reply(final="Backed up, restored and cleaned up.")))))
+    s.user("save this workflow as Photo backup with clean-up")
+    sections.append(("saved", told(s.run_pass(Reply(final="Saved.")))))
+    s.user("save this workflow as Photo backup with clean-up")
+    sections.append(("not saved: the name is taken", told(s.run_pass(Reply(final="Not saved.")))))
+    other = proposed()
+    other.user("no")
+    sections.append(("rejected in words", told(other.run_pass(Reply(final="OK.")))))
+    pasted = Session()
+    pasted.user(MISTAKE)
+    sections.append(("pasted, refused", told(pasted.run_pass(Reply(final="It needs a check.")))))
+    pasted.user(GOOD)
+    sections.append(("pasted, accepted", told(pasted.run_pass(Reply(final="Approve?")))))
+    sections.append(("tool start, unknown", tool(pasted, "start", name="teleport").output))
+    return "\n\n".join(f"== {title} ==\n{text}" for title, text in sections) + "\n"
+
+
+def test_the_texts_of_a_composed_workflow_match_the_golden_file(snapshot, library):
+    assert composed_texts().replace(str(library.parent), "<the library's folder>") == \
+        snapshot.use_extension(ComposedFile)

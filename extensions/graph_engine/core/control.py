@@ -159,13 +159,20 @@ def _may_be_control(message: str) -> bool:
         rest = parts[1]
 
 
+SLASH = re.compile(r"/workflows?(?:\s+(.{0,150}))?", re.IGNORECASE | re.DOTALL)  # "/workflow <name>"; alone: the list
 _SAYS_WORKFLOW = frozenset(("workflow", "workflows", "plan", "plans", "step", "steps"))
 
 
 def parse(message: str, asked: bool = False) -> Control | None:
     """The control a message is, or None (most messages); ``asked``: the agent's last reply asked the user a
     question, so the message is a control only when it says workflow, plan or step."""
-    if not message or len(message) > MAX_CONTROL_CHARS or not _may_be_control(message):
+    if not message or len(message) > MAX_CONTROL_CHARS:
+        return None
+    slash = SLASH.fullmatch(message.strip())
+    if slash is not None:  # "/workflow <name>": start that plan (a slash command, the words are its name)
+        target = _target(words(slash.group(1) or ""))
+        return Control("start", message.strip()[:200], target, True) if target else Control("list", message.strip())
+    if not _may_be_control(message):
         return None
     text = words(message)
     if not text or (asked and _SAYS_WORKFLOW.isdisjoint(text.split())):

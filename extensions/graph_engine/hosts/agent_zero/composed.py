@@ -153,9 +153,9 @@ def _save(rt: Runtime, agent: Any, state: dict | None, name: str) -> str:
         return render.control_line("The workflow's text no longer passes its checks, so it was not saved.")
     source = run["source"]
     saved, said = composing.save(rt, plan, source, str(source.get("request", "")), name)
-    lines.log(agent, "info" if saved else "warning", f"[HTN] Workflow '{plan.name}' {'' if saved else 'not '}{said}")
-    return render.control_line(f"The workflow '{plan.name}' was {'' if saved else 'not '}saved: {said}. Tell the "
-                               "person.")
+    what = f"The workflow '{plan.name}' was {said}" if saved else f"The workflow '{plan.name}' was not saved: {said}"
+    lines.log(agent, "info" if saved else "warning", f"[HTN] {what}")
+    return render.control_line(f"{what}. Tell the person.")
 
 
 async def tool_call(agent: Any, method: str, args: Any, runtime_of: Any) -> str:
