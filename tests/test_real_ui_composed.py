@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 
 from a0real import reply, respond, terminal
-from test_real_loop_composed import CHECK, CONVERT, INI, MISTAKE, PLAN, REQUEST
+from test_real_loop_composed import CHECK, CONVERT, INI, MISTAKE, PLAN
 from test_real_ui import (UI, audit_events, browser, component, form, open_chat, pytestmark, send,  # noqa: F401
                           shot, tree, until, wait_for)
 
 HOSTILE = '<img src=x onerror="window.__pwned=1">Backup & restore'
+ASKED = "turn the settings.ini of my app into settings.toml while keeping the INI loader working"  # starts no plan
 
 
 def app(tree):
@@ -29,7 +30,7 @@ def app(tree):
 def script(p, plan: str = PLAN) -> dict:
     """The agent proposes (a mistake first), asks for approval, then runs the step its prompt shows."""
     propose = lambda text: reply("graph_workflow:propose", "Proposing a workflow", plan=text,  # noqa: E731
-                                 request=REQUEST.format(p=p))
+                                 request=ASKED)
     return {"replies": [propose(MISTAKE), propose(plan), respond("I wrote a two-step workflow; approve it to run.")],
             "by_step": {"steps": {"Write the TOML settings": terminal(f'cd {p} && python3 convert.py; echo "[exit:$?]"'
                                                                       "  # call {n}", "Write the TOML file"),
@@ -57,7 +58,7 @@ def test_approved_in_the_web_ui_the_proposed_workflow_runs_and_completes(tree, b
     ui = UI(tree, spec.pop("replies"), tmp_path, **spec)
     try:
         page, errors = open_chat(browser, ui)
-        send(page, REQUEST.format(p=p))
+        send(page, ASKED)
         seen = until(lambda: (proposal(page) or {}).get("status") == "proposed" and proposal(page), "the proposal")
         assert seen["plan"] == "INI to TOML migration" and seen["kinds"] == ["approve", "edit", "reject"]
         assert {"convert", "loaders", "exit"} <= set(seen["nodes"])
@@ -72,7 +73,8 @@ def test_approved_in_the_web_ui_the_proposed_workflow_runs_and_completes(tree, b
         card.locator(".gw-save-edit").click()
         said = until(lambda: proposal(page)["answer"].startswith("Not applied") and proposal(page)["answer"],
                      "the edit's refusal")
-        assert "node 'loaders': the step has no check" in said and proposal(page)["editor"]
+        assert said.startswith("Not applied: the edited text does not pass its checks:\n1. node 'loaders': the step "
+                               "has no check") and proposal(page)["editor"]
         shot(page, "p2-edit-refused")
         card.locator(".gw-cancel-edit").click()
         card.locator(".gw-button[data-kind='approve']").click()
@@ -86,18 +88,29 @@ def test_approved_in_the_web_ui_the_proposed_workflow_runs_and_completes(tree, b
         checked = [(e["node"], e["outcome"]) for e in events if e["type"] == "node_verified"]
         assert checked[-2:] == [("convert", "success"), ("loaders", "success")] and events[-1]["type"] == "plan_completed"
         assert (p / "settings.toml").is_file() and errors == []
+        assert [e.get("plan") for e in events if e["type"] == "plan_activated"] == ["ini_to_toml"]  # no other run
+        assert page.locator("#graph-workflow-strip").is_hidden()  # nothing active left above the input
+        run = page.locator(".graph-workflow[data-status='completed']").last
+        assert component(page)["kinds"] == ["save"]
+        run.locator(".gw-button[data-kind='save']").click()
+        saved = until(lambda: "was saved as" in component(page)["answer"] and component(page)["answer"], "saved")
+        assert saved.endswith("like any plan.") and component(page)["kinds"] == []
+        assert list(tree.root.rglob("ini_to_toml.dot"))
+        shot(page, "p5-saved")
     finally:
         ui.close()
 
 
 def test_a_proposed_plan_named_with_markup_is_drawn_as_text(tree, browser, tmp_path):
     p = app(tree)
+    for saved in tree.root.rglob("ini_to_toml.dot"):  # saved by the test before: the request would start it
+        saved.unlink()
     hostile = PLAN.replace('label="INI to TOML migration"', f"label={json.dumps(HOSTILE)}")
     spec = script(p, hostile)
     ui = UI(tree, spec.pop("replies"), tmp_path, **spec)
     try:
         page, errors = open_chat(browser, ui)
-        send(page, REQUEST.format(p=p))
+        send(page, ASKED)
         seen = until(lambda: (proposal(page) or {}).get("status") == "proposed" and proposal(page), "the proposal")
         assert seen["plan"] == HOSTILE and seen["imgs"] == 0
         assert page.evaluate("() => window.__pwned") is None

@@ -243,10 +243,13 @@ def test_the_agent_starts_a_library_plan_by_name():
     assert wrong.output.startswith("No single plan is named 'teleport'") and "git_feature_branch" in wrong.output
 
 
-def test_the_tool_file_runs_as_agent_zero_loads_it(monkeypatch):
-    """tools/graph_workflow.py with a Tool base class as Agent-Zero's (v1.x ``helpers.tool``)."""
-    Session()  # the framework's modules
-    module = types.ModuleType("helpers.tool")
+@pytest.mark.parametrize("layout", ["new", "old"])
+def test_the_tool_file_runs_as_agent_zero_loads_it(monkeypatch, layout):
+    """tools/graph_workflow.py with a Tool base class as Agent-Zero's (``helpers.tool`` on v1.x,
+    ``python.helpers.tool`` on v0.9.x)."""
+    Session(layout=layout)  # the framework's modules
+    name = "helpers.tool" if layout == "new" else "python.helpers.tool"
+    module = types.ModuleType(name)
 
     class Tool:
         def __init__(self, agent, name, method, args, message, loop_data, **kwargs):
@@ -257,12 +260,12 @@ def test_the_tool_file_runs_as_agent_zero_loads_it(monkeypatch):
             self.message, self.break_loop = message, break_loop
 
     module.Tool, module.Response = Tool, Response
-    monkeypatch.setitem(sys.modules, "helpers.tool", module)
+    monkeypatch.setitem(sys.modules, name, module)
     import importlib.util
     spec = importlib.util.spec_from_file_location("graph_workflow", str(SRC / "tools" / "graph_workflow.py"))
     tool_module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool_module)
-    s = Session()
+    s = Session(layout=layout)
     s.user(REQUEST)
     t = tool_module.GraphWorkflow(s.agent, "graph_workflow", "propose", {}, "", None)
     response = asyncio.run(t.execute(plan=MISTAKE, request=REQUEST))
@@ -338,7 +341,8 @@ def test_approve_pressed_starts_it_at_the_agents_next_pass():
 def test_edit_pressed_checks_the_new_text_and_keeps_waiting():
     s = proposed()
     refused = press(s, "edit", text=MISTAKE)
-    assert refused["status"] == "refused" and "node 'restore': the step has no check" in refused["text"]
+    assert refused["status"] == "refused" and refused["text"].startswith("the edited text does not pass its checks:\n"
+                                                                         "1. node 'restore': the step has no check")
     assert composed.pending(s.agent)["source"]["text"] == GOOD
     changed = press(s, "edit", text=AMENDED)
     assert changed["status"] == "applied" and changed["text"].startswith("Changed (3 steps)")
@@ -431,3 +435,24 @@ def composed_texts() -> str:
 def test_the_texts_of_a_composed_workflow_match_the_golden_file(snapshot, library):
     assert composed_texts().replace(str(library.parent), "<the library's folder>") == \
         snapshot.use_extension(ComposedFile)
+
+
+def run_card(s: Session) -> dict:
+    item = next(i for i in reversed(s.log.logs) if i.kvps and i.kvps.get("Run") == s.agent._htn_last_run["run_id"])
+    return json.loads(item.kvps["graph_run"])
+
+
+def test_save_pressed_on_the_completed_runs_card_writes_it_once(library):
+    s = approved()
+    for reply in (passed("copied"), cmd("x", "SAME"), Reply(final="done")):
+        s.run_pass(reply)
+    assert run_card(s)["controls"] == [["Save as a plan", "save", "", "save this workflow"]]
+    answer = press(s, "save", run=s.agent._htn_last_run["run_id"])
+    assert answer["status"] == "applied" and answer["text"].startswith("The workflow 'Photo backup' was saved as ")
+    assert (library.parent / "photo_backup.dot").is_file()
+    card = run_card(s)
+    assert card["controls"] == [] and card["answer"]["control"] == "save"
+    again = press(s, "save", run=s.agent._htn_last_run["run_id"])
+    assert again["status"] == "refused" and "exists already" in again["text"]
+    assert run_card(s)["controls"] == [] and run_card(s)["answer"]["status"] == "applied"
+    assert press(s, "save", run="nosuchrun")["status"] == "refused"

@@ -92,6 +92,9 @@ def test_old_layout_with_the_linear_selector_install_again_and_uninstall(tmp_pat
     assert (hook / "_15_htn_plan_selector.py").read_bytes() == SELECTOR.read_bytes()
     assert (root / "python" / "extensions" / "message_loop_prompts_after" / "_75_graph_workflow_context.py").is_file()
     assert (root / "python" / "extensions" / "agent_init" / WARM_UP.name).read_bytes() == WARM_UP.read_bytes()
+    # the workflow tool and its prompt, where v0.9.x looks for a user's tools and prompts
+    assert (root / "usr" / "tools" / "graph_workflow.py").read_bytes() == (ROOT / "tools" / "graph_workflow.py").read_bytes()
+    assert (root / "usr" / "prompts" / "agent.system.tool.graph_workflow.md").is_file()
     installed = root / "python" / "extensions" / "graph_engine"
     runtime = ROOT / "extensions" / "graph_engine"
     # exactly the runtime package reaches Agent-Zero (its modules, subpackages and their data); tools/ stays out

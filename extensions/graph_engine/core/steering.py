@@ -364,7 +364,8 @@ def amend_problem(old: Plan, state: dict, new: Plan) -> str:
     if cur not in new.nodes:
         return f"it drops the current step '{old.nodes[cur].name if cur in old.nodes else cur}'"
     if new.nodes[cur].kind.name != old.nodes[cur].kind.name:
-        return f"it makes the current step '{cur}' a {new.nodes[cur].kind.name} node (it is a {old.nodes[cur].kind.name})"
+        return (f"it makes the current step '{cur}' a {new.nodes[cur].kind.name} node (it is a "
+                f"{old.nodes[cur].kind.name})")
     if state.get("fork") or state.get("parallel"):
         return "branches are running; change the plan after they meet"
     gone = [n for n in state.get("visited", {}) if n not in new.nodes]

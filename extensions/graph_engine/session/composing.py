@@ -76,7 +76,13 @@ def save_asked(message: str) -> tuple[bool, str]:
     if len(message) > 120:
         return False, ""
     m = _SAVE.fullmatch(_words(message))
-    return (True, (m.group("name") or "").strip()) if m else (False, "")
+    if m is None:
+        return False, ""
+    if not m.group("name"):
+        return True, ""
+    raw = re.split(r"\bas\b", message, flags=re.IGNORECASE)[-1]  # the name as the person wrote it (its case)
+    raw = re.sub(r"(?:[\s,.!]+(?:please|thanks|thank you))+[\s.!]*$", "", raw, flags=re.IGNORECASE)
+    return True, " ".join(raw.strip(" \t\n.!,;:\"'").split()) or m.group("name")
 
 
 def is_plan_text(message: str) -> bool:

@@ -233,6 +233,9 @@ def controls(plan: Plan, state: dict[str, Any]) -> list[list[str]]:
 
 def _controls(plan: Plan, state: dict[str, Any], sk: Skeleton) -> list[list[str]]:
     if state.get("status", "active") != "active":
+        saved = (state.get("pressed") or {}).get("control") == "save" and state["pressed"].get("status") == "applied"
+        if state.get("status") == "completed" and state.get("source") and not saved:  # a workflow written in the chat
+            return [["Save as a plan", "save", "", "save this workflow"]]
         return []
     said = _SAID
     if state.get("paused"):

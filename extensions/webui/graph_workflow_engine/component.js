@@ -17,8 +17,9 @@ const MARK_TEXT = { current: "current step", done: "done", recovered: "done afte
                     pending: "not reached", unknown: "mark not sent (only the steps around the current one have theirs)" };
 const LEGEND = ["current", "done", "recovered", "passed", "failed", "skipped", "reached", "pending"];
 const STYLE = { on_fail: "retry", on_retry: "retry", on_exhaust: "exhaust" };
+// a workflow proposed in the chat, before it runs
 const PROPOSAL = { proposed: "Workflow proposed, waiting for approval", approved: "Workflow approved",
-                   rejected: "Workflow rejected", replaced: "Workflow replaced by a newer proposal" }; // a workflow proposed in the chat, before it runs
+                   rejected: "Workflow rejected", replaced: "Workflow replaced by a newer proposal" };
 
 // ── the item's data ─────────────────────────────────────────────────────────────────────────────────────────
 
@@ -72,7 +73,8 @@ export function parse(kvps) {
     ? { step: text(run.check.step), outcome: text(run.check.outcome), reason: text(run.check.reason) } : null;
   const branches = (Array.isArray(run.branches) ? run.branches : []).filter(Array.isArray).map((b) => b.map(text));
   const source = Array.isArray(kvps?.graph_source) ? kvps.graph_source.map(text).join("") : text(kvps?.graph_source);
-  return { ...run, source, run: text(run.run), status: text(run.status), step: text(run.step), current: text(run.current),
+  return { ...run, source, run: text(run.run), status: text(run.status), step: text(run.step),
+           current: text(run.current),
            attempt: text(run.attempt), pace: text(run.pace), said: text(run.said), picture: text(run.picture),
            done: Number(run.done) || 0, total: Number(run.total) || 0, check, branches,
            plan: drawing.plan, drawing, window, marks, taken,
@@ -150,14 +152,15 @@ function build(run) {
   const root = el("div", { class: "graph-workflow", "data-run": run, tabindex: "-1", role: "region",
                            "aria-labelledby": `${uid}-plan` },
     el("div", { class: "gw-head" }, parts.plan, parts.badge), parts.facts, parts.live, parts.branches, parts.check,
-    parts.outcome, parts.controls, parts.editor, parts.back, parts.foldBar, parts.box, parts.note, parts.legend, parts.picture,
+    parts.outcome, parts.controls, parts.editor, parts.back, parts.foldBar, parts.box, parts.note, parts.legend,
+    parts.picture,
     el("div", {}, parts.textToggle), parts.text);
   parts.controls.appendChild(parts.answer);
   parts.back.append(el("label", { for: `${uid}-back`, text: "Go back to a step done:" }), parts.select,
                     parts.backButton);
   parts.foldBar.append(parts.foldText, " ", parts.foldButton);
   parts.editor.append(el("label", { for: `${uid}-source`, text: "The workflow's text (DOT or JSON):" }), parts.source,
-                      el("div", { class: "gw-controls" }, parts.saveEdit, parts.cancelEdit));
+                      el("div", { class: "gw-edit-buttons" }, parts.saveEdit, parts.cancelEdit));
   parts.saveEdit.addEventListener("click", async () => {
     const d = root._gw.data;
     if (!d || parts.saveEdit.getAttribute("aria-disabled") === "true") return;

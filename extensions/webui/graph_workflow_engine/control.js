@@ -11,9 +11,10 @@ export const API = import.meta.url.includes("/plugins/graph_workflow_engine/")
 
 const PENDING = { stop: "Stopping…", pause: "Pausing…", resume: "Resuming…", skip: "Skipping…", retry: "Retrying…",
                   back: "Going back…", restart: "Restarting…", approve: "Approving…", edit: "Checking…",
-                  reject: "Rejecting…" };
+                  reject: "Rejecting…", save: "Saving…" };
 const APPLIED = { stop: "Stopped", pause: "Paused", resume: "Resumed", skip: "Skipped", retry: "Attempts restored",
-                  back: "Went back", restart: "Restarted", approve: "Approved", edit: "Changed", reject: "Rejected" };
+                  back: "Went back", restart: "Restarted", approve: "Approved", edit: "Changed", reject: "Rejected",
+                  save: "Saved" };
 
 const pressed = new Map(); // run id -> {id, control, status, text} of the last control pressed in this page
 const listeners = new Set();

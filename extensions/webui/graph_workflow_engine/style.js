@@ -40,6 +40,7 @@ const CSS = `
 .gw-badge-proposed { background: #fff3cd; color: #5c4400; border-color: #e0c36b; }
 .gw-badge-approved { background: #2e7d32; color: #fff; border-color: transparent; }
 .gw-editor { display: flex; flex-direction: column; gap: .4rem; margin: .4rem 0; }
+.gw-edit-buttons { display: flex; flex-wrap: wrap; gap: .4rem; }
 .gw-source { font-family: var(--font-family-code, monospace); font-size: .8rem; width: 100%; box-sizing: border-box;
   background: var(--color-input); color: var(--color-text); border: 1px solid var(--color-border); border-radius: .3rem;
   padding: .4rem; }

@@ -257,8 +257,8 @@ def _apply_one(rt: Runtime, agent: Any, p: pressed.Pressed, loop_data: Any, hook
     with rt.warming:  # the warm-up thread is loading the library: wait for it, as a pass does
         library, _ = rt.library.refresh()
     plans = library if library is not None else ()
-    if p.kind in pressed.PROPOSING:  # Approve, Edit or Reject on a proposed workflow's card
-        answer, told = composed.pressed_proposal(rt, agent, p)
+    if p.kind in (*pressed.PROPOSING, "save"):  # a proposed workflow's card; Save on a written workflow's
+        answer, told = (composed.save_pressed if p.kind == "save" else composed.pressed_proposal)(rt, agent, p)
         if told and not hook:
             setattr(agent, TOLD_ATTR, told)
         elif told:
@@ -415,7 +415,8 @@ class _Pass:
 
     __slots__ = ("library", "state", "obs", "question", "told")
 
-    def __init__(self, library: Any, state: dict | None, obs: engine.Observation, question: Any, told: str = "") -> None:
+    def __init__(self, library: Any, state: dict | None, obs: engine.Observation, question: Any,
+                 told: str = "") -> None:
         self.library, self.state, self.obs, self.question, self.told = library, state, obs, question, told
 
 

@@ -290,8 +290,9 @@ def pressed_proposal(rt: Runtime, agent: Any, p: pressed.Pressed) -> tuple[dict[
     running = _live(rt, agent)
     answer, changed, proposal = composing.propose(rt, p.text, "", str(waiting.get("request", "")), running,
                                                   bool(waiting.get("amend")), str(waiting.get("by", "agent")))
-    if changed is None:
-        return pressed.answer(p, "refused", answer), ""
+    if changed is None:  # the person reads the problems (the first line is worded for the agent)
+        problems = answer.split("\n", 1)[-1] if proposal.problems else answer
+        return pressed.answer(p, "refused", f"the edited text does not pass its checks:\n{problems}"), ""
     changed["id"] = waiting["id"]
     _keep(agent, changed)
     _card(agent, changed, proposal.plan, "proposed")
@@ -300,3 +301,19 @@ def pressed_proposal(rt: Runtime, agent: Any, p: pressed.Pressed) -> tuple[dict[
     return (pressed.answer(p, "applied", f"Changed ({changed['steps']} steps); approve it to run it."),
             render.control_line(f"The person edited the proposed workflow; it is now '{changed['name']}' "
                                 f"({changed['steps']} steps) and waits for their approval."))
+
+
+def save_pressed(rt: Runtime, agent: Any, p: pressed.Pressed) -> tuple[dict[str, Any], str]:
+    """"Save as a plan" pressed on the card of a completed run of a workflow written in the chat: (the answer for
+    the page, what the agent's next call is told).  The run's card keeps the answer (and drops the button)."""
+    run = _last_run(agent, None)
+    if run is None or run.get("run_id") != p.run:
+        return pressed.answer(p, "refused", "Only the chat's last workflow written in the chat can be saved."), ""
+    told = _save(rt, agent, None, "")
+    said = told.split("] ", 1)[-1].removesuffix(" Tell the person.")
+    ok = " was saved as " in said
+    before = run.get("pressed") or {}
+    if not (before.get("control") == "save" and before.get("status") == "applied"):  # saved once: it stays so
+        run["pressed"] = {"id": p.id, "control": "save", "status": "applied" if ok else "refused", "text": said}
+        cards.show(rt, agent, run)
+    return pressed.answer(p, "applied" if ok else "refused", said, p.run), told

@@ -24,13 +24,14 @@ from typing import Any, Callable
 
 from ...core.control import CANONICAL
 
-KINDS = ("stop", "pause", "resume", "skip", "retry", "back", "restart", "approve", "edit", "reject")
+KINDS = ("stop", "pause", "resume", "skip", "retry", "back", "restart", "approve", "edit", "reject", "save")
 PROPOSING = ("approve", "edit", "reject")  # the controls of a workflow proposed in the chat (its id is the "run")
 MAX_TEXT = 64 * 1024  # an edited plan's text
 STOPS_BRANCHES = ("stop", "pause", "back", "restart")  # what stops the agents of branches running at once
 WAKES = ("resume", "skip", "back", "retry", "restart", "approve")  # what an idle chat's agent goes on with at once
 LABELS = {"stop": "Stop", "pause": "Pause", "resume": "Resume", "skip": "Skip step", "retry": "Retry step",
-          "back": "Back to a step", "restart": "Restart", "approve": "Approve", "edit": "Edit", "reject": "Reject"}
+          "back": "Back to a step", "restart": "Restart", "approve": "Approve", "edit": "Edit", "reject": "Reject",
+          "save": "Save as a plan"}
 QUEUE_ATTR = "_graph_engine_pressed"  # on the chat's agent: the controls pressed and not applied yet
 WAITING_ATTR = "_graph_engine_waiting"  # on the chat's agent: a hook call waits, and applies them when it wakes
 ANSWER_WAIT = 3.0  # seconds the API handler waits for the answer before it says "pending"
