@@ -456,3 +456,26 @@ def test_save_pressed_on_the_completed_runs_card_writes_it_once(library):
     assert again["status"] == "refused" and "exists already" in again["text"]
     assert run_card(s)["controls"] == [] and run_card(s)["answer"]["status"] == "applied"
     assert press(s, "save", run="nosuchrun")["status"] == "refused"
+
+
+def test_a_proposal_while_a_run_goes_on_says_it_replaces_it_and_does_on_approval():
+    s = Session()
+    s.user("hello, I have some work for you today")
+    s.run_pass(calls(s, "start", name="Git Feature Branch"))
+    s.run_pass(passed("On branch main"))
+    answer = tool(s, "propose", plan=GOOD, request=REQUEST)
+    assert "Worth knowing: Approved, it replaces the running workflow 'Git Feature Branch', which ends." in \
+        answer.output
+    s.run_pass(answer)
+    s.run_pass(Reply(final="Approve?"))
+    s.user("go ahead")
+    record = s.run_pass(passed("copied"))
+    assert s.state["plan_id"] == "photo_backup" and "It replaces 'Git Feature Branch', which ended." in told(record)
+
+
+def test_a_branch_agent_proposes_nothing(monkeypatch):
+    from graph_engine.hosts.agent_zero import branches
+    s = Session()
+    monkeypatch.setattr(branches, "branch_of", lambda agent: (object(), "lint"))
+    answer = tool(s, "propose", plan=GOOD, request=REQUEST)
+    assert answer.output.startswith("You run one branch of a workflow") and composed.pending(s.agent) is None

@@ -124,7 +124,7 @@ def waiting_text(pending: Pending, notes: tuple[str, ...] = ()) -> str:
              "for the person's approval. Tell the person in one or two sentences what it will do, and that they "
              f"approve it with the Approve button or by saying \"go ahead\", or reject it with \"no\". {meanwhile}"]
     if notes:
-        lines.append("Worth a look (the plan runs as it is): " + " ".join(notes[:3]))
+        lines.append("Worth knowing: " + " ".join(notes[:3]))
     return "\n".join(lines)
 
 

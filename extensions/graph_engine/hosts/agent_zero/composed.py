@@ -9,9 +9,10 @@ as every run does.  The tool's own result is never a step's evidence (``reading`
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from . import cards, keeping, lines, pressed, reading
+from . import branches, cards, keeping, lines, pressed, reading
 from ...boundary import settings
 from ...core import control, engine
 from ...core.state import DATA_KEY
@@ -170,6 +171,8 @@ async def tool_call(agent: Any, method: str, args: Any, runtime_of: Any) -> str:
         if method not in METHODS:
             return f"Unknown method '{method[:40]}' of {TOOL}: use {TOOL}:{', '.join(METHODS)}."
         state = _live(rt, agent)
+        if branches.branch_of(agent) is not None:  # a subordinate running one branch of the chat's workflow
+            return "You run one branch of a workflow: go on with its current step; the workflow is not changed here."
         if method in ("propose", "amend"):
             return _propose(rt, agent, cfg, args, state, method == "amend")
         if method == "start":
@@ -222,6 +225,9 @@ def _propose(rt: Runtime, agent: Any, cfg: settings.Settings, args: dict, state:
         return f"{what} passed its checks and takes effect now: the workflow's next step follows."
     _keep(agent, waiting)
     _card(agent, waiting, proposal.plan, "proposed")
+    if state is not None and not amend:  # approved, it ends the run that goes on
+        proposal = replace(proposal, notes=(f"Approved, it replaces the running workflow "
+                                            f"'{state.get('plan_name', '')}', which ends.", *proposal.notes))
     what = "A change to the running workflow" if amend else f"Workflow '{waiting['name']}'"
     lines.log(agent, "info", f"[HTN] {what} proposed by the agent ({waiting['steps']} steps): it waits for the "
                              "person's approval (Approve, or \"go ahead\"; \"no\" rejects it)")
