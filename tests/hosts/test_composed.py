@@ -388,7 +388,7 @@ def test_slash_workflow_alone_lists_the_plans_and_an_unknown_name_is_answered():
 from golden import text_files  # noqa: E402
 from graph_engine.tools.standin import FIXTURES  # noqa: E402
 
-ComposedFile = text_files(FIXTURES / "prompts", lambda name: "composed")
+ComposedFile = text_files(FIXTURES / "composed", lambda name: "texts")  # fixtures/composed/texts.txt
 
 
 def composed_texts() -> str:
