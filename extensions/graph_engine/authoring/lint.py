@@ -49,7 +49,8 @@ RULES: Mapping[str, tuple[str, str]] = {
     "failure_unrouted": (ERROR, "a check that can fail has no route once its retries are spent"),
     "stall_possible": (ERROR, "an outcome that reaches a node and that its edges do not route for every context "
                               "value: the run would stall there"),
-    "failure_as_success": (WARNING, "a failed check leads where success leads (only an 'always' edge)"),
+    "failure_as_success": (WARNING, "a failed check leads where success leads (an 'always' edge, or an on_exhaust "
+                                    "edge to the success route's node)"),
     "cycle_unbounded": (ERROR, "a loop that no retry budget ends"),
     "escalate_reason": (WARNING, "an escalate node without a reason tells the user nothing"),
     "no_triggers": (WARNING, "a plan without trigger phrases or examples never starts by a request"),
@@ -76,6 +77,8 @@ RULES: Mapping[str, tuple[str, str]] = {
     "stylesheet_syntax": (ERROR, "a model_stylesheet that is not 'selector { key: value; }' rules"),
     "fidelity_valid": (WARNING, "a fidelity value outside full, truncate, compact, summary:low|medium|high"),
     "human_options": (ERROR, "a human gate option (edge) without a label"),
+    "fan_in_policy": (ERROR, "a fan-in whose policy can never be met: an unknown policy, required with no branch or "
+                             "naming one that is not a branch, a quorum over the number of branches"),
     "parallel_branches": ("info", "a parallel node's branches and the fan-in they meet at (each branch runs in a "
                                   "subordinate agent, at once; without a fan-in, one after another)"),
 }
@@ -360,6 +363,8 @@ def _shape_rules(plan: Plan) -> list[Diagnostic]:
             seen.add(key)
         if node.kind.forks:
             fan_in = plan.fan_in_of.get(node.id)
+            if fan_in:
+                found += _fan_in_rules(plan, plan.nodes[fan_in], [e.dst for e in outs])
             found.append(diag("parallel_branches", pid, f"branches {', '.join(e.dst for e in outs)} " + (
                 f"meet at '{fan_in}': each runs in a subordinate agent, at most {node.max_parallel} at once "
                 "(one after another with sequential: true)" if fan_in else
@@ -377,6 +382,23 @@ def _shape_rules(plan: Plan) -> list[Diagnostic]:
                 found.append(diag("decision_branches", pid, f"decision routes only on {conds or 'nothing'}",
                                   "give it an on_success edge and an on_fail (or on_retry/on_exhaust) edge",
                                   node=node.id))
+    return found
+
+
+def _fan_in_rules(plan: Plan, fan_in: Node, branches: list[str]) -> list[Diagnostic]:
+    """A fan-in's policy against the branches that meet at it: one it can never pass is refused with its reason."""
+    found = []
+    if fan_in.fan_in_policy == "required":
+        strangers = [b for b in fan_in.required if b not in branches]
+        if strangers:
+            found.append(diag("fan_in_policy", plan.id, f"required names {', '.join(map(repr, strangers))}, which "
+                              f"{'is' if len(strangers) == 1 else 'are'} not a branch meeting here (the branches: "
+                              f"{', '.join(branches)}), so the policy can never be met",
+                              "name branches by their first node's id", node=fan_in.id))
+    if fan_in.fan_in_policy == "quorum" and fan_in.quorum > len(branches):
+        found.append(diag("fan_in_policy", plan.id, f"quorum {fan_in.quorum} but only {len(branches)} branches meet "
+                          "here, so the policy can never be met",
+                          f"set quorum to at most {len(branches)}", node=fan_in.id))
     return found
 
 
