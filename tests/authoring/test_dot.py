@@ -529,3 +529,14 @@ def test_simulate_a_transcript_through_the_adapters(tmp_path, capsys):
     assert out["final_status"] == out["end"] == "active" and out["node_sequence"][-1] == "gather_context"
     assert [(s["node"], s["outcome"]) for s in out["steps"] if s["type"] == "node_verified"] == [
         ("reproduce", "success"), ("isolate", "fail")]
+
+
+def test_a_parallel_nodes_timeout_is_each_branchs_bound():
+    from graph_engine.authoring.dot_plan import load_dot_plan, to_dot
+    text = ('digraph p { start [shape=Mdiamond] exit [shape=Msquare] fan [shape=component, timeout="2m"] '
+            'a [prompt="a", verify="exit_code_zero"] b [prompt="b", verify="exit_code_zero"] '
+            'join [shape=tripleoctagon] start -> fan fan -> a fan -> b a -> join b -> join join -> exit }')
+    pid, raw, found = load_dot_plan(text)
+    assert raw["graph"]["nodes"]["fan"]["timeout"] == 120.0
+    again = load_dot_plan(to_dot(pid, raw))[1]
+    assert again["graph"]["nodes"]["fan"]["timeout"] == 120.0  # the export keeps it

@@ -576,3 +576,20 @@ def test_a_fault_while_branches_run_is_one_line_and_leaves_no_branch_agent_runni
     assert len(errors) == 1 and "KeyError" in errors[0]
     assert stopped == [3] and left == []  # all three stopped, none still running
     assert [b for b, what in model.calls if what == "start"] == ["lint", "types", "tests"]
+
+
+def test_a_branch_whose_model_never_answers_fails_at_the_parallel_nodes_timeout(monkeypatch, tmp_path):
+    """The parallel node's ``timeout`` bounds each branch: a branch whose model does not answer in time is stopped
+    and fails with the reason, one warning names it, and the fan-in routes on its policy (any: the others passed)."""
+    plan = checks_plan("any")
+    plan["graph"]["nodes"]["fan"]["timeout"] = 0.5
+    model = BranchModel(branch_replies(), delay={"lint": 0.0, "types": 30.0, "tests": 0.0})
+    s = at_fork(monkeypatch, tmp_path, plan=plan, model=model)
+    record = s.run_pass(Reply(warning="x"))
+    joined = events(s, "parallel_joined")[0]
+    assert joined["outcomes"] == {"lint": "success", "types": "fail", "tests": "success"} and joined["passed"]
+    returned = {e["branch"]: e for e in events(s, "branch_returned")}
+    assert returned["types"]["reason"] == "no answer within 0.5 s (the parallel node's timeout)"
+    assert any("Branch 'Type check' of workflow 'Release Checks': no answer within 0.5 s" in t
+               for t in s.log.texts("warning"))
+    assert "Current step: Report" in record.prompt_extras["htn_active_plan"]

@@ -113,7 +113,7 @@ def _node(attrs: dict[str, Value], ntype: str, htype: str, default_retries: Valu
         node["description"] = str(prompt)
     if "human.default_choice" in attrs:
         node["default_choice"] = str(attrs["human.default_choice"])
-    if kind.asks and hasattr(attrs.get("timeout"), "ms"):  # Attractor's wait.human timeout
+    if (kind.asks or kind.forks) and hasattr(attrs.get("timeout"), "ms"):  # wait.human's; a fork's: each branch's
         node["timeout"] = attrs["timeout"].ms / 1000
     if kind.asks and "human.timeout_turns" in attrs:
         node["timeout_turns"] = attrs["human.timeout_turns"]

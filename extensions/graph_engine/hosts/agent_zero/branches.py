@@ -130,6 +130,8 @@ async def run(parent: Any, state: dict[str, Any], plan: Any, state_attr: str, re
     writes it); ``log`` says one line."""
     fork = state["fork"]
     gate = asyncio.Semaphore(max(1, int(fork.get("max_parallel", 1))))
+    fork_node = plan.nodes.get(fork.get("node", ""))
+    limit = fork_node.timeout if fork_node is not None else 0.0  # seconds each branch's agent may take (0: none)
     tasks: dict[str, asyncio.Task] = {}
 
     async def one(branch_id: str) -> None:
@@ -149,7 +151,14 @@ async def run(parent: Any, state: dict[str, Any], plan: Any, state_attr: str, re
             setattr(sub, state_attr, sub_state)
             sub.hist_add_user_message(_message(parent, render.branch_assignment(plan, sub_state)))
             try:
-                answer, problem = await _converse(sub, plan, state_attr, parent)
+                if limit:
+                    answer, problem = await asyncio.wait_for(_converse(sub, plan, state_attr, parent), limit)
+                else:
+                    answer, problem = await _converse(sub, plan, state_attr, parent)
+            except asyncio.TimeoutError:  # (its model never answered, or the branch took too long)
+                answer, problem = "", f"no answer within {limit:g} s (the parallel node's timeout)"
+                log("warning", f"[HTN] Branch '{render.branch_name(plan, branch_id)}' of workflow '{plan.name}': no "
+                               f"answer within {limit:g} s; its agent was stopped and the branch fails")
             except Overdue:  # (raised by its own model calls: not a cancellation of this task)
                 answer, problem = "", "its agent did not answer"
                 log("warning", f"[HTN] Branch '{render.branch_name(plan, branch_id)}' of workflow '{plan.name}': its "
