@@ -479,3 +479,14 @@ def test_a_branch_agent_proposes_nothing(monkeypatch):
     monkeypatch.setattr(branches, "branch_of", lambda agent: (object(), "lint"))
     answer = tool(s, "propose", plan=GOOD, request=REQUEST)
     assert answer.output.startswith("You run one branch of a workflow") and composed.pending(s.agent) is None
+
+
+def test_the_tools_prompt_example_is_a_plan_the_check_accepts_without_a_note():
+    """The example the model copies (prompts/agent.system.tool.graph_workflow.md) passes the check cleanly."""
+    import re
+    text = (SRC / "prompts" / "agent.system.tool.graph_workflow.md").read_text()
+    call = json.loads(re.search(r"~~~json\n(.*?)~~~", text, re.S).group(1))
+    assert call["tool_name"] == "graph_workflow:propose"
+    p = compose.check(call["tool_args"]["plan"])
+    assert p.ok and p.notes == (), p.answer() or p.notes
+    assert len(text) < 2_600  # every chat call carries it: about 650 tokens at most
