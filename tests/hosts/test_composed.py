@@ -490,3 +490,12 @@ def test_the_tools_prompt_example_is_a_plan_the_check_accepts_without_a_note():
     p = compose.check(call["tool_args"]["plan"])
     assert p.ok and p.notes == (), p.answer() or p.notes
     assert len(text) < 2_600  # every chat call carries it: about 650 tokens at most
+
+
+def test_the_agent_starts_only_a_plan_the_org_role_allows():
+    s = Session(allowed_plans=["bugfix_workflow"])
+    s.user("hello, I have some work for you today")
+    s.run_pass(Reply(final="Hi."))  # the org kernel's filter is in the agent's data from here
+    answer = tool(s, "start", name="Git Feature Branch")
+    assert answer.output.startswith("Not started: the active org role does not allow 'Git Feature Branch'")
+    assert composed.OFFER_ATTR not in s.agent.__dict__

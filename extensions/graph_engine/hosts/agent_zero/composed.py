@@ -15,6 +15,7 @@ from typing import Any
 from . import branches, cards, keeping, lines, pressed, reading
 from ...boundary import settings
 from ...core import control, engine
+from ...core.message import allowed
 from ...core.state import DATA_KEY
 from ...session import composing
 from ...session.runtime import Runtime
@@ -249,6 +250,10 @@ def _start(rt: Runtime, agent: Any, name: str, state: dict | None) -> str:
         return f"The plan '{ids[0]}' has errors and is disabled; propose a workflow instead."
     if state is not None and state.get("plan_id") == plan.id:
         return f"'{plan.name}' is already running; go on with its current step."
+    permitted = reading.allowed_plans(agent)
+    if not allowed(plan.id, permitted):
+        return (f"Not started: the active org role does not allow '{plan.name}' (allowed: "
+                f"{', '.join(permitted or ()) or 'none'}). Tell the person.")
     agent.__dict__[OFFER_ATTR] = engine.Offer(plan=plan, source={}, by="started by the agent")
     lines.log(agent, "info", f"[HTN] The agent started the plan '{plan.name}'")
     return f"'{plan.name}' starts now: its first step follows."
