@@ -21,6 +21,7 @@ from .library import check_plan, library_schema
 
 MAX_PROPOSAL_CHARS = 64 * 1024  # a plan of MAX_PROPOSAL_NODES nodes with full texts fits in a quarter of it
 MAX_PROPOSAL_NODES = 40
+MAX_PROPOSAL_VALUES = 5_000  # values in a plan given as a JSON object (40 nodes with every field: about 1,000)
 MAX_SHOWN_PROBLEMS = 12  # the model reads at most this many findings; the rest are counted
 FORMATS = ("dot", "json")
 NOT_FOR_COMPOSED = frozenset({"no_triggers", "example_routing", "duplicate_trigger", "trigger_overlap",
@@ -75,6 +76,9 @@ def _check(text: Any, fmt: str) -> Proposal:
         return _refused("", fmt or "json", f"the plan must be DOT or JSON text, got {type(text).__name__}",
                         "send the plan as a string holding 'digraph name { ... }' or a JSON object")
     if isinstance(text, dict):
+        if _values_over(text, MAX_PROPOSAL_VALUES):  # a bounded look first: a huge object costs no more than this
+            return _refused("", "json", f"the plan holds more than {MAX_PROPOSAL_VALUES:,} values",
+                            f"a workflow of at most {MAX_PROPOSAL_NODES} nodes with short texts fits; split the job")
         unusable = value_problem(text, "plan")
         if unusable is not None:
             return _refused("", "json", f"{unusable[0]}: {unusable[1]}",
@@ -116,6 +120,22 @@ def _check(text: Any, fmt: str) -> Proposal:
             shown.append(f"... and {len(errors) - MAX_SHOWN_PROBLEMS} more of the same kinds")
         return Proposal(text, fmt, plan_id, raw, None, tuple(shown) or ("1. The plan does not compile.",), notes)
     return Proposal(text, fmt, plan_id, raw, checked.plan, (), notes)
+
+
+def _values_over(value: Any, limit: int) -> bool:
+    """More than ``limit`` values (keys, items and leaves) in ``value``, counted until the limit is passed."""
+    stack, seen = [value], 0
+    while stack:
+        item = stack.pop()
+        seen += 1
+        if seen > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.values())
+            seen += len(item)
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return False
 
 
 def _format_of(text: str) -> str:
