@@ -11,8 +11,9 @@ from pathlib import Path
 from a0real import A0Copy, reply, respond, terminal
 from test_real_loop import WARM_UP, types, verdicts
 
-REQUEST = "turn the settings.ini of {p} into settings.toml while keeping the INI loader working"
-AGAIN = "switch my app in {p} from ini settings to toml settings, the old ini loader must still work"
+REQUEST = "turn the settings.ini of my app into settings.toml while keeping the INI loader working"
+AGAIN = "switch my app from ini settings to toml settings, the old ini loader must still work"
+# (no path in the requests: the words of a test's temporary path, "test_killed_...", can start a shipped plan)
 INI = "[server]\nport = 8080\nhost = example.org\n"
 CONVERT = ("import configparser\nc = configparser.ConfigParser()\nc.read('settings.ini')\n"
            "with open('settings.toml', 'w') as f:\n"
@@ -116,7 +117,8 @@ def test_an_amended_run_keeps_its_done_steps(a0_tree):
     events = a0_tree.audit(run.chat_id)
     assert [e["node"] for e in events if e.get("type") == "plan_amended"] == ["loaders"]
     assert verdicts(events, "convert") == ["success"] and verdicts(events, "loaders") == ["success"]
-    assert verdicts(events, "keep") == ["success"] and types(events)[-1] == "plan_completed"
+    assert verdicts(events, "keep") == ["success"]
+    assert types([e for e in events if e.get("plan") == "ini_to_toml"])[-1] == "plan_completed"
 
 
 def test_killed_during_a_call_the_composed_run_resumes_from_its_stored_text(a0_tree):
@@ -133,7 +135,7 @@ def test_killed_during_a_call_the_composed_run_resumes_from_its_stored_text(a0_t
     assert "[WORKFLOW RESUMED" in second.last_user[0] and "Current step: Check both loaders" in second.last_user[0]
     events = a0_tree.audit(first.chat_id)
     assert verdicts(events, "convert") == ["success"] and verdicts(events, "loaders") == ["success"]
-    assert types(events)[-1] == "plan_completed", [(e["type"], e.get("node"), e.get("reason")) for e in events]
+    assert types([e for e in events if e.get("plan") == "ini_to_toml"])[-1] == "plan_completed"
 
 
 def test_a_proposal_over_the_node_limit_or_a_loop_without_exit_is_refused(a0_tree):
