@@ -2,6 +2,7 @@
 close call, a plan it was never taught; at most one question per message, never for what it is sure of; a
 timeout, an exception or an answer that is not a label leaves the local decision, with one line saying why."""
 
+import asyncio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -58,10 +59,11 @@ def test_a_close_call_is_settled_by_it():
 @pytest.mark.parametrize("model, said", [
     (UtilityModel("bugfix_workflow", delay=2.0), "no answer within 0.05 s"),
     (UtilityModel(fail=RuntimeError("rate limited")), "RuntimeError: 'rate limited'"),
+    (UtilityModel(fail=asyncio.CancelledError("provider gave up")), "CancelledError raised inside its call"),
     (UtilityModel("I think it is probably the bug one"), "is not one of the labels"),
     (UtilityModel(12345), "is not one of the labels"),
     (UtilityModel("unknown_plan"), "is not one of the labels"),
-], ids=["timeout", "exception", "prose", "not text", "no such label"])
+], ids=["timeout", "exception", "provider's CancelledError", "prose", "not text", "no such label"])
 def test_no_usable_answer_leaves_the_local_decision(model, said, monkeypatch):
     monkeypatch.setenv("GRAPH_ENGINE_UTILITY_TIMEOUT", "0.05")
     s = ready(Session(utility=model))
@@ -173,3 +175,27 @@ def test_any_answer_is_a_label_or_nothing(reply):
 def test_any_message_makes_a_bounded_question(message):
     system, body = second.question([("a_plan", "A plan", "Does a thing. More."), ("b_plan", "B", "")], message)
     assert len(body) < 3000 and body.endswith("Label:") and "- none:" in body
+
+
+
+def test_a_stop_of_the_pass_while_the_utility_model_answers_still_ends_the_pass():
+    """Only the cancellation of the pass itself propagates (Agent-Zero's stop while the utility model answers); a
+    CancelledError its provider raises is a failed answer (the case above)."""
+    from types import SimpleNamespace
+
+    from graph_engine.session import asking
+
+    agent = SimpleNamespace(call_utility_model=UtilityModel("bugfix_workflow", delay=5.0))
+    q = asking.Question("m1", "a close call", "system", "body", ("bugfix_workflow", "none"), None, lambda pid: None,
+                        None)
+    lines = []
+
+    async def stopped() -> None:
+        task = asyncio.ensure_future(asking.ask(agent, q, 10.0, lambda level, text: lines.append(text)))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(stopped())
+    assert lines == []  # no fallback line: the pass ended

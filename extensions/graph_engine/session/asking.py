@@ -121,7 +121,8 @@ def _rows(library: Any, allowed_plans: Any) -> list[tuple[str, str, str]]:
 
 async def ask(agent: Any, q: Question, timeout: float, log: Callable[[str, str], None]) -> Match | None:
     """Ask the utility model; the match its answer gives, or the local one when there is no usable answer.  The
-    decision is kept on the agent for this message.  Never raises but for the task's own cancellation."""
+    decision is kept on the agent for this message.  Never raises but for the task's own cancellation (a
+    CancelledError the provider raises inside the call is a failed answer: the local decision stands, one line)."""
     started = time.perf_counter()
     problem, label = "", None
     call = getattr(agent, "call_utility_model", None)
@@ -136,7 +137,11 @@ async def ask(agent: Any, q: Question, timeout: float, log: Callable[[str, str],
         except asyncio.TimeoutError:
             problem = f"no answer within {timeout:g} s"
         except asyncio.CancelledError:
-            raise
+            task = asyncio.current_task()
+            cancelling = getattr(task, "cancelling", None)  # (Python 3.11+; before it, every one propagates)
+            if task is None or not callable(cancelling) or cancelling():  # this pass is cancelled (a stop): it ends
+                raise
+            problem = "CancelledError raised inside its call (not a stop of this pass)"  # a provider's own
         except Exception as exc:  # noqa: BLE001 - a failing model: the local decision stands
             problem = f"{type(exc).__name__}: {_short(str(exc))}"
     cost = round((time.perf_counter() - started) * 1000, 1)
