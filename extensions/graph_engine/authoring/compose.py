@@ -157,7 +157,7 @@ def _read_dot(text: str) -> "tuple[str, dict, list[Diagnostic]] | Proposal":
                         f"{MAX_PROPOSAL_NODES}", "keep the steps whose results can be checked; merge the others "
                         "into them")
     pid, raw, found = to_plan(graph)
-    return _plan_id(pid, raw), raw, found
+    return plan_id_of(pid, raw), raw, found
 
 
 def _read_json(text: str) -> "tuple[str, dict, list[Diagnostic]] | Proposal":
@@ -177,12 +177,12 @@ def _read_json(text: str) -> "tuple[str, dict, list[Diagnostic]] | Proposal":
         pid, raw = next(iter(value["plans"].items()))
         if not isinstance(raw, dict):
             return _refused(text, "json", f"plan '{str(pid)[:40]}' is not an object", "write the plan as an object")
-        return _plan_id(str(pid), raw), raw, []
+        return plan_id_of(str(pid), raw), raw, []
     raw = {k: v for k, v in value.items() if k != "id"}
-    return _plan_id(str(value.get("id") or value.get("name") or ""), raw), raw, []
+    return plan_id_of(str(value.get("id") or value.get("name") or ""), raw), raw, []
 
 
-def _plan_id(given: str, raw: dict[str, Any]) -> str:
+def plan_id_of(given: str, raw: dict[str, Any]) -> str:
     """A plan id made of the given one (or the plan's name): letters, digits and '_', starting with a letter."""
     pid = _ID.sub("_", given.strip().lower()).strip("_")[:48] or _ID.sub("_", str(raw.get("name", "")).lower()
                                                                          ).strip("_")[:48]

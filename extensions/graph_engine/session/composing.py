@@ -18,7 +18,6 @@ from typing import Any, TypedDict
 
 from ..authoring import compose
 from ..core.engine import Offer, amend_problem
-from ..core.model import Plan
 from .runtime import Runtime
 
 APPROVED_BY_WORDS = "approved by the person"
@@ -146,7 +145,7 @@ def plan_folder(rt: Runtime) -> str:
     return os.path.dirname(os.path.abspath(rt.library.path))
 
 
-def save(rt: Runtime, plan: Plan, source: dict[str, str], request: str, name: str = "") -> tuple[bool, str]:
+def save(rt: Runtime, source: dict[str, str], request: str, name: str = "") -> tuple[bool, str]:
     """Write a workflow that ran as a DOT plan beside the library, its request as its first example; never over a
     plan of the same id.  (saved, one line for the person and the log)."""
     from ..authoring.dot_plan import to_dot
@@ -158,7 +157,7 @@ def save(rt: Runtime, plan: Plan, source: dict[str, str], request: str, name: st
     pid = proposal.plan_id
     if name:
         raw["name"] = " ".join(name.split())[:80]
-        pid = compose._plan_id(name, raw)
+        pid = compose.plan_id_of(name, raw)
     examples = [e for e in raw.get("examples", []) if isinstance(e, str)]
     if request and request not in examples:
         raw["examples"] = [request, *examples]

@@ -435,9 +435,10 @@ def _prepare(rt: Runtime, agent: Any, loop_data: Any, hook: str, cfg: settings.S
         restored = raw_state is not None
         if restored:
             raw_state = keeping.newest_record(rt, agent, raw_state)
-    if raw_state is None and not reading.may_start(rt, library, loop_data, request) and not composed.wanted(
-            agent, reading.new_words(rt, loop_data, request)):
-        return None  # no run, and no user message that could start one: nothing can happen in this pass
+    if raw_state is None:
+        words = reading.new_words(rt, loop_data, request)
+        if not reading.may_start(rt, library, words) and not composed.wanted(agent, words):
+            return None  # no run, and no user message that could start one: nothing can happen in this pass
     problems = []  # a branch's agent takes no message; a pass stepped again has decided its own
     quiet = joined or (isinstance(raw_state, dict) and bool(raw_state.get("branch")))
     obs = reading.observe(agent, loop_data, hook, raw_state, problems, request, quiet, _concurrent(agent, cfg))

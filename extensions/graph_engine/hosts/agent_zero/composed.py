@@ -28,10 +28,7 @@ METHODS = ("propose", "amend", "start", "status", "save")
 
 
 def pending(agent: Any) -> dict | None:
-    try:
-        value = agent.get_data(PENDING_KEY)
-    except Exception:  # noqa: BLE001 - an agent without data keeps no proposal
-        return None
+    value = keeping.data_of(agent, PENDING_KEY)
     return value if isinstance(value, dict) else None
 
 
@@ -129,17 +126,10 @@ def _pasted(rt: Runtime, agent: Any, words: str, state: dict | None) -> str:
 
 
 def _last_run(agent: Any, state: dict | None) -> dict | None:
-    for run in (state, getattr(agent, "_htn_last_run", None), keeping_data(agent)):
+    for run in (state, getattr(agent, "_htn_last_run", None), keeping.data_of(agent, DATA_KEY)):
         if isinstance(run, dict) and isinstance(run.get("source"), dict):
             return run
     return None
-
-
-def keeping_data(agent: Any) -> Any:
-    try:
-        return agent.get_data(DATA_KEY)
-    except Exception:  # noqa: BLE001
-        return None
 
 
 def _save(rt: Runtime, agent: Any, state: dict | None, name: str) -> str:
@@ -154,7 +144,7 @@ def _save(rt: Runtime, agent: Any, state: dict | None, name: str) -> str:
     if plan is None:
         return render.control_line("The workflow's text no longer passes its checks, so it was not saved.")
     source = run["source"]
-    saved, said = composing.save(rt, plan, source, str(source.get("request", "")), name)
+    saved, said = composing.save(rt, source, str(source.get("request", "")), name)
     what = f"The workflow '{plan.name}' was {said}" if saved else f"The workflow '{plan.name}' was not saved: {said}"
     lines.log(agent, "info" if saved else "warning", f"[HTN] {what}")
     return render.control_line(f"{what}. Tell the person.")
@@ -171,7 +161,7 @@ async def tool_call(agent: Any, method: str, args: Any, runtime_of: Any) -> str:
         method = (method or str(args.get("method", "")) or "status").strip().lower()
         if method not in METHODS:
             return f"Unknown method '{method[:40]}' of {TOOL}: use {TOOL}:{', '.join(METHODS)}."
-        state = _live(rt, agent)
+        state = _live(agent)
         if branches.branch_of(agent) is not None:  # a subordinate running one branch of the chat's workflow
             return "You run one branch of a workflow: go on with its current step; the workflow is not changed here."
         if method in ("propose", "amend"):
@@ -187,7 +177,7 @@ async def tool_call(agent: Any, method: str, args: Any, runtime_of: Any) -> str:
         return f"The workflow tool failed ({type(exc).__name__}); nothing changed. Go on without it."
 
 
-def _live(rt: Runtime, agent: Any) -> dict | None:
+def _live(agent: Any) -> dict | None:
     state = getattr(agent, keeping.STATE_ATTR, None)
     return state if isinstance(state, dict) and state.get("status", "active") == "active" else None
 
@@ -298,7 +288,7 @@ def pressed_proposal(rt: Runtime, agent: Any, p: pressed.Pressed) -> tuple[dict[
         _card(agent, waiting, offer.plan, "approved")
         lines.log(agent, "info", f"[HTN] The proposed workflow '{name}' was approved by the person in the web UI")
         return pressed.answer(p, "applied", "Approved: it starts at the agent's next step."), ""
-    running = _live(rt, agent)
+    running = _live(agent)
     answer, changed, proposal = composing.propose(rt, p.text, "", str(waiting.get("request", "")), running,
                                                   bool(waiting.get("amend")), str(waiting.get("by", "agent")))
     if changed is None:  # the person reads the problems (the first line is worded for the agent)

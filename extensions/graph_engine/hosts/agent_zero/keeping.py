@@ -258,11 +258,16 @@ def spool_warning(rt: Runtime, agent: Any, path: str, exc: OSError) -> None:
               key=f"audit:{path}")
 
 
-def spool_of(agent: Any) -> list | None:
+def data_of(agent: Any, key: str) -> Any:
+    """The agent's saved data under ``key`` (None for an agent without data)."""
     try:
-        spool = agent.get_data(SPOOL_KEY)
-    except Exception:  # noqa: BLE001 - an agent without data has no spool
+        return agent.get_data(key)
+    except Exception:  # noqa: BLE001 - an agent without data has nothing saved
         return None
+
+
+def spool_of(agent: Any) -> list | None:
+    spool = data_of(agent, SPOOL_KEY)
     return spool if isinstance(spool, list) else None
 
 

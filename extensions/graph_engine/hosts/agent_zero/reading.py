@@ -44,12 +44,11 @@ def unread_request(loop_data: Any) -> str:
     return "" if not words or from_framework(words) else words
 
 
-def may_start(rt: Runtime, library: Any, loop_data: Any, request: str | None = None) -> bool:
-    """A pass with no run: is there a new user message in which a trigger phrase may be found?  (Most
+def may_start(rt: Runtime, library: Any, words: str) -> bool:
+    """A pass with no run: do the new words (``new_words``) hold a trigger phrase that may be found?  (Most
     messages name no plan: such a pass reads the message's words and the trigger index, nothing else.)"""
     if library is None:
         return False
-    words = new_words(rt, loop_data, request)
     return bool(words) and (library.may_start(words) or is_control(rt, words) or not reads_as_english(rt, words))
 
 
