@@ -41,6 +41,11 @@ ROUTE = ('detect [prompt="Find the language", verify="any_output", verify.captur
          "py -> exit", "js -> exit")
 ROUTE_BASE = {"e1": "start -> detect", "t": None, "e2": None, "e3": None}
 
+FAN_OUT = ('find [prompt="List the failing files", verify="any_output", verify.capture="(?s)(?P<files>.+)"]',
+           'fix [prompt="Fix $item", verify="exit_code_zero", verify.capture="passed=(?P<passed>[0-9]+)"]',
+           "join [shape=tripleoctagon]", 'find -> fan [condition="on_success"]', 'find -> stuck [condition="on_exhaust"]',
+           "fan -> fix", 'fix -> join [condition="on_success"]', 'fix -> stuck [condition="on_exhaust"]',
+           'join -> exit [condition="on_success"]', 'join -> stuck [condition="on_fail"]')
 # rule -> (a plan that triggers it, a near miss that must not); a plan is DOT text or ("json", library)
 # or ("folder", library, dot text)
 TABLE = {
@@ -123,6 +128,12 @@ TABLE = {
                            't -> join [condition="on_success"]', 't -> stuck [condition="on_exhaust"]',
                            'u -> join [condition="on_success"]', 'u -> stuck [condition="on_exhaust"]',
                            'join -> exit [condition="on_success"]', 'join -> stuck [condition="on_fail"]'))),
+    "fan_out": (dot({"e1": "start -> find", "e2": None, "e3": None}, FAN_OUT + ("fan [shape=component, over=nosuch]",)),
+                dot({"e1": "start -> find", "e2": None, "e3": None}, FAN_OUT + ("fan [shape=component, over=files]",))),
+    "reducer": (dot({"e1": "start -> find", "e2": None, "e3": None},
+                    FAN_OUT + ("fan [shape=component, over=files]", 'join [reduce="passed:avg"]')),
+                dot({"e1": "start -> find", "e2": None, "e3": None},
+                    FAN_OUT + ("fan [shape=component, over=files]", 'join [reduce="passed:sum"]'))),
     # what the page shows: markup, direction controls and invisible characters in names, reasons and labels
     "text_markup": (dot({"t": 't [label="Run <b>the</b> tests", prompt="Run", verify="exit_code_zero"]'}),
                     dot({"t": 't [label="Run the tests (a < b, x & y)", prompt="Run", verify="exit_code_zero"]',

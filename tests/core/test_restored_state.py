@@ -71,7 +71,7 @@ def done_of(n):
 
 # (how the saved state is damaged) -> the words the one warning says
 DAMAGE = [
-    (put("parallel", -1), "field 'parallel' is missing or not a list of {node, pending, failed} frames"),
+    (put("parallel", -1), "field 'parallel' is missing or not a list of {node, pending, failed[, items, values]} frames"),
     (put("context", ""), "field 'context' is missing or not a dict of names and JSON values"),
     (put_event("node", []), ".node' is [], not a str"),
     (done_of(7), "field 'current_step' is 7, past total_steps 5"),

@@ -28,7 +28,7 @@ SHAPE_OF = {k.name: k.dot_shape for k in NODE_KINDS.values()}
 OUR_NODE_KEYS = ("label", "prompt", "tool", "tool_hint", "max_retries", "pace_level", "reason", "continue_on_fail",
                  "description", "type", "shape", "goal_gate", "retry_target", "fallback_retry_target",
                  "human.default_choice", "allow_partial", "human.timeout_turns", "max_parallel", "sequential",
-                 "fan_in_policy", "quorum", "required")
+                 "fan_in_policy", "quorum", "required", "over", "max_items", "reduce")
 GRAPH_PLAN_KEYS = {"triggers": "list", "strong_triggers": "list", "domains": "list", "trigger_threshold": "int",
                    "stale_after_turns": "int", "max_turns": "int", "description": "str", "retry_target": "str",
                    "fallback_retry_target": "str", "examples": "lines", "not_examples": "lines"}
@@ -124,6 +124,9 @@ def _node(attrs: dict[str, Value], ntype: str, htype: str, default_retries: Valu
         for key in ("max_parallel", "sequential"):
             if key in attrs:
                 node[key] = attrs[key]
+    for key in ("over", "max_items", "reduce"):  # any node: the lint says where they mean nothing
+        if key in attrs:
+            node[key] = attrs[key] if key == "max_items" else str(attrs[key])
     if kind.joins:
         for key in ("fan_in_policy", "quorum"):
             if key in attrs:
@@ -246,9 +249,13 @@ def to_dot(plan_id: str, raw: dict[str, Any], highlight: dict[str, Any] | None =
             pairs.append(("prompt", node.get("action", "")))  # an empty prompt stays empty on re-import
         for key in ("tool", "tool_hint", "description", "reason", "pace_level", "max_retries", "continue_on_fail",
                     "goal_gate", "allow_partial", "retry_target", "fallback_retry_target", "max_parallel", "sequential",
-                    "fan_in_policy", "quorum"):
+                    "fan_in_policy", "quorum", "over", "max_items"):
             if key in node:
                 pairs.append((key, node[key]))
+        if node.get("reduce"):
+            reduce = node["reduce"]
+            pairs.append(("reduce", reduce if isinstance(reduce, str) else
+                          ", ".join(f"{k}:{v}" for k, v in reduce.items())))
         if node.get("required"):
             pairs.append(("required", ",".join(node["required"])))
         if "default_choice" in node:

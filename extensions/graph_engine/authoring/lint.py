@@ -23,6 +23,7 @@ import unicodedata
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping
 
+from ..core.fanout import inside as branch_nodes
 from ..core.model import Edge, Node, Plan
 from ..core.patterns import repeat_chain
 from ..core.routing import (MAX_PASS_THROUGH, STATUS_OF, _outcome_clauses_hold, condition_problem, possible_edges, reachable,
@@ -79,6 +80,10 @@ RULES: Mapping[str, tuple[str, str]] = {
     "human_options": (ERROR, "a human gate option (edge) without a label"),
     "fan_in_policy": (ERROR, "a fan-in whose policy can never be met: an unknown policy, required with no branch or "
                              "naming one that is not a branch, a quorum over the number of branches"),
+    "fan_out": (ERROR, "a parallel node over a list (over) that cannot fan out: more than one edge, no fan-in, a "
+                       "value no step captures, or a fan-in that names branches (required); over on another node"),
+    "reducer": (ERROR, "a reduce that cannot merge: an unknown reducer, reduce on a node that is not a fan-in, or a "
+                       "name no step of its branches captures"),
     "parallel_branches": ("info", "a parallel node's branches and the fan-in they meet at (each branch runs in a "
                                   "subordinate agent, at once; without a fan-in, one after another)"),
 }
@@ -361,9 +366,10 @@ def _shape_rules(plan: Plan) -> list[Diagnostic]:
                                   "merge the edges or give one another condition (or weight, or label)",
                                   node=node.id, edge=e, index=_index(plan, e)))
             seen.add(key)
+        found += _fan_out_rules(plan, node, outs)
         if node.kind.forks:
             fan_in = plan.fan_in_of.get(node.id)
-            if fan_in:
+            if fan_in and not node.over:
                 found += _fan_in_rules(plan, plan.nodes[fan_in], [e.dst for e in outs])
             found.append(diag("parallel_branches", pid, f"branches {', '.join(e.dst for e in outs)} " + (
                 f"meet at '{fan_in}': each runs in a subordinate agent, at most {node.max_parallel} at once "
@@ -382,6 +388,48 @@ def _shape_rules(plan: Plan) -> list[Diagnostic]:
                 found.append(diag("decision_branches", pid, f"decision routes only on {conds or 'nothing'}",
                                   "give it an on_success edge and an on_fail (or on_retry/on_exhaust) edge",
                                   node=node.id))
+    return found
+
+
+def _captured_names(plan: Plan, nodes: Any) -> set[str]:
+    return {name for nid in nodes for v in [plan.nodes[nid].verify] if v is not None and v.capture_pattern is not None
+            for name in v.capture_pattern.groupindex}
+
+
+def _fan_out_rules(plan: Plan, node: Node, outs: tuple[Edge, ...]) -> list[Diagnostic]:
+    """A parallel node over a list and a fan-in's reducers: each can do what it says, or is refused with why."""
+    found, pid = [], plan.id
+    if node.over and not node.kind.forks:
+        found.append(diag("fan_out", pid, f"over='{node.over}' on a {node.type} node: only a parallel node fans out",
+                          "make it a parallel node (shape=component) or remove over", node=node.id))
+    elif node.over:
+        fan_in = plan.fan_in_of.get(node.id)
+        if len(outs) != 1:
+            found.append(diag("fan_out", pid, f"a parallel node over the list '{node.over}' has {len(outs)} edges: its "
+                              "one edge is the branch each item runs", "keep one edge, to the branch's first step",
+                              node=node.id))
+        if not fan_in:
+            found.append(diag("fan_out", pid, f"the branches over '{node.over}' meet at no fan-in node",
+                              "add a fan_in node (shape=tripleoctagon) the branch reaches", node=node.id))
+        if node.over not in _captured_names(plan, plan.nodes) | {"item"}:
+            found.append(diag("fan_out", pid, f"no step captures '{node.over}', so the list is always missing",
+                              f"capture it in an earlier step's check: verify.capture (?P<{node.over}>...)",
+                              node=node.id))
+        if fan_in and plan.nodes[fan_in].fan_in_policy == "required":
+            found.append(diag("fan_out", pid, f"the fan-in '{fan_in}' names required branches, but the branches over "
+                              f"'{node.over}' are known only when the run reaches it",
+                              "use all, any, quorum or majority", node=fan_in))
+    if node.reduce and not node.kind.joins:
+        found.append(diag("reducer", pid, f"reduce on a {node.type} node: only a fan-in merges its branches' values",
+                          "move reduce to the fan_in node", node=node.id))
+    elif node.reduce:
+        forks = [p for p, f in plan.fan_in_of.items() if f == node.id]
+        inside = {n for p in forks for e in plan.out_edges.get(p, ()) for n in branch_nodes(plan, e.dst, node.id)}
+        missing = [name for name, _ in node.reduce if name not in _captured_names(plan, inside)]
+        if missing:
+            found.append(diag("reducer", pid, f"reduce names {', '.join(map(repr, missing))}, which no step of the "
+                              "branches meeting here captures", "capture it in a branch's check (?P<name>...) or "
+                              "remove it from reduce", node=node.id))
     return found
 
 

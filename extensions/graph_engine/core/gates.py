@@ -64,8 +64,8 @@ def take_option(run: Run, node: Node, edge: Edge, answer: str, how: str) -> None
     s["visited"].setdefault(node.id, {"outcome": "pending", "attempts": 0, "failures": 0})["outcome"] = "success"
     s["gate"] = None
     emit(s, "human_answered", node=node.id, answer=answer[:200], choice=edge.label or edge.dst, by=how)
-    _update_context(s, {"human.gate.selected": choice_key(edge.label, edge.dst),
-                        "human.gate.label": edge.label or edge.dst})
+    _update_context(run, {"human.gate.selected": choice_key(edge.label, edge.dst),
+                          "human.gate.label": edge.label or edge.dst}, f"'{node.name}'")
     s["outcome"] = {"status": "success", "preferred_label": edge.label}
     s["last_outcome"] = "success"
     _follow(run, edge)

@@ -10,6 +10,7 @@ Pure data, no I/O; it reads only the controls' table (``control.CONTROLS``, besi
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
@@ -157,6 +158,67 @@ FAN_IN_POLICIES: dict[str, FanInPolicy] = {p.name: p for p in (
     FanInPolicy("majority", "more than half of the branches succeeded", "more than half of them must succeed",
                 lambda outcomes, quorum, required: 2 * _won(outcomes) > len(outcomes)),
 )}
+# ── reducers: how a fan-in merges a value the branches captured ─────────────
+# A fan-in's ``reduce`` names a reducer per captured value; the value the next step sees is the reducer's merge of
+# the branches' values, in branch order (the parallel node's edges as listed, a list's items in order), each a
+# branch's last captured text for that name.  Branches that captured nothing for it are left out.  A value without
+# a reducer is the last branch's (in branch order) that captured it.
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text.strip().replace(",", ""))
+    except ValueError:
+        return None
+    return value if value == value and abs(value) != float("inf") else None
+
+
+def _spelled(value: float) -> str:
+    value = float(value)
+    return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
+
+
+def _numbers(values: list[tuple[str, str]]) -> list[float]:
+    return [n for _, v in values for n in [_number(v)] if n is not None]
+
+
+def _merge_maps(values: list[tuple[str, str]]) -> str:
+    merged: dict = {}
+    for _, text in values:
+        try:
+            found = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(found, dict):
+            merged.update(found)
+    return json.dumps(merged, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class Reducer:
+    """A reducer is this row and nothing else: its name, what the docs say, and the merge."""
+
+    name: str
+    does: str  # the merged value (Markdown, for the docs)
+    merge: Callable[[list[tuple[str, str]]], str]  # [(branch id, its value)] in branch order -> the merged text
+
+
+REDUCERS: dict[str, Reducer] = {r.name: r for r in (
+    Reducer("append", "a JSON list of the branches' values, in branch order",
+            lambda values: json.dumps([v for _, v in values], ensure_ascii=False)),
+    Reducer("merge", "the branches' values read as JSON objects, merged into one in branch order (a later branch's "
+                     "key wins); a value that is no JSON object is left out",
+            _merge_maps),
+    Reducer("sum", "the sum of the values that read as numbers", lambda values: _spelled(sum(_numbers(values)))),
+    Reducer("max", "the largest of the values that read as numbers (\"\" when none does)",
+            lambda values: _spelled(max(_numbers(values))) if _numbers(values) else ""),
+    Reducer("last", "the last branch's value, in branch order", lambda values: values[-1][1] if values else ""),
+    Reducer("per_branch", "a JSON object of each branch's value by its branch id",
+            lambda values: json.dumps(dict(values), ensure_ascii=False)),
+)}
+DEFAULT_MAX_ITEMS = 20  # parallel nodes over a list: the most items a run may fan out to when the node does not say
+MAX_ITEMS = 100  # ... and when it says: the most a plan may allow
+
 DEFAULT_MAX_PARALLEL = 4  # branches run at once when the parallel node does not say (Attractor's default)
 BRANCH_OUTCOMES = ("success", "fail", "escalated", "expired", "stopped")  # how a branch ended
 

@@ -22,7 +22,8 @@ from .routing import ConditionError, parse_condition, success_target
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
-from .kinds import (CHECKS, CONDITIONS, DEFAULT_CHECK, DEFAULT_MAX_PARALLEL, FAN_IN_POLICIES, NODE_TYPES,
+from .kinds import (CHECKS, CONDITIONS, DEFAULT_CHECK, DEFAULT_MAX_ITEMS, DEFAULT_MAX_PARALLEL, FAN_IN_POLICIES,
+                    MAX_ITEMS, NODE_TYPES, REDUCERS,
                     ON_FAIL_ACTIONS, PACE_LEVELS, VERIFY_TYPES, NodeKind, node_kind)
 
 DEFAULT_STALE_GRAPH = 15
@@ -99,6 +100,9 @@ class Node:
     fan_in_policy: str = "all"  # fan-in nodes: what the branches must have done for the success route
     quorum: int = 0  # fan-in nodes with the quorum policy: branches that must succeed
     required: tuple[str, ...] = ()  # fan-in nodes with the required policy: the branches (first node ids) that must
+    over: str = ""  # parallel nodes: the captured value whose items each get a branch (its one edge), found at run time
+    max_items: int = DEFAULT_MAX_ITEMS  # parallel nodes over a list: more items than this refuse the fan-out
+    reduce: tuple[tuple[str, str], ...] = ()  # fan-in nodes: (captured name, kinds.REDUCERS row) pairs
 
     @property
     def kind(self) -> NodeKind:
@@ -322,7 +326,29 @@ def _branch_fields(plan_id: str, spec: dict, where: str) -> dict[str, Any]:
     _expect(reads != "required" or required, plan_id, f"{where}.required",
             f"the {policy} policy names no branch", "list the branches that must succeed", rule="fan_in_policy")
     out.update(sequential=sequential, fan_in_policy=policy, quorum=quorum, required=tuple(required))
+    over = spec.get("over", "")
+    _expect(isinstance(over, str) and over == over.strip(), plan_id, f"{where}.over",
+            "must be the name of a captured value", 'write e.g. "files" (captured by an earlier step: (?P<files>...))')
+    out.update(over=over, max_items=_int(plan_id, spec.get("max_items", DEFAULT_MAX_ITEMS), f"{where}.max_items", 1))
+    _expect(out["max_items"] <= MAX_ITEMS, plan_id, f"{where}.max_items", f"is {out['max_items']}, over {MAX_ITEMS}",
+            f"write at most {MAX_ITEMS}; narrow the list an earlier step captures")
+    out["reduce"] = _reducers(plan_id, spec.get("reduce", {}), f"{where}.reduce")
     return out
+
+
+def _reducers(plan_id: str, raw: Any, where: str) -> tuple[tuple[str, str], ...]:
+    """A fan-in's ``reduce``: {"name": "append"} (JSON) or "name:append, total:sum" (DOT)."""
+    if isinstance(raw, str):
+        pairs = [part.split(":", 1) for part in raw.split(",") if part.strip()]
+        _expect(all(len(p) == 2 for p in pairs), plan_id, where, f"{raw!r} is not name:reducer pairs",
+                'write e.g. reduce="files:append, total:sum"', rule="reducer")
+        raw = {name.strip(): how.strip() for name, how in pairs}
+    _expect(isinstance(raw, dict) and all(isinstance(k, str) and k for k in raw), plan_id, where,
+            "must map captured names to reducers", 'write {"files": "append", "total": "sum"}', rule="reducer")
+    for name, how in raw.items():
+        _expect(how in REDUCERS, plan_id, f"{where}.{name}", f"unknown reducer {how!r}",
+                f"use one of {', '.join(REDUCERS)}", rule="reducer")
+    return tuple(raw.items())
 
 
 def _compile_edge(plan_id: str, raw: Any, nodes: Mapping[str, Node], where: str) -> Edge:

@@ -14,7 +14,7 @@ Pure data, no I/O; it reads only the kinds' tables.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, TypedDict
+from typing import Any, Callable, Iterator, TypedDict
 
 from .kinds import BRANCH_OUTCOMES
 
@@ -75,7 +75,7 @@ class RunState(TypedDict, total=False):
     parallel: list[dict[str, Any]]  # branches run one after another: {node, pending, failed} frames, innermost last
     gate_jumps: dict[str, int]  # goal gate id -> jumps back to its retry target
     held: bool  # PACE emergency: the model is told to stop and report
-    branch: dict[str, str]  # a branch's own run: {parent (run id), id (first node), fork, fan_in}
+    branch: dict[str, str]  # a branch's own run: {parent (run id), id (first node; "first#n" over a list), fork, fan_in[, item]}
     fork: dict[str, Any] | None  # branches running at once: Fork.to_json()
     picture: str  # where the host drew the ended run's picture
     reply_seen: list[Any]  # [pass key, the newest reply's mark then (or null), the call that pass judges]
@@ -142,11 +142,12 @@ class Fork:
                 stopped.append(b["id"])
         return stopped
 
-    def misplaced(self, firsts: set[str]) -> Iterator[str]:
-        """The branches that are not one of the parallel node's edges (``firsts``) or whose run names another."""
+    def misplaced(self, firsts: set[str], first_of: Callable[[str], str] = lambda b: b) -> Iterator[str]:
+        """The branches that are not one of the parallel node's edges (``firsts``; ``first_of`` a branch id's first
+        node) or whose run names another."""
         for b in self.branches:
             mine = b["state"]["branch"]
-            if b["id"] not in firsts or mine["id"] != b["id"] or mine["fork"] != self.node:
+            if first_of(b["id"]) not in firsts or mine["id"] != b["id"] or mine["fork"] != self.node:
                 yield b["id"]
 
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from .kinds import LAST_OUTCOMES, NODE_KINDS, NODE_OUTCOMES, OUTCOMES, RUN_STATUSES, NodeKind
 from .model import Plan
+from .fanout import first_of
 from .records import Fork, RunState
 from .routing import reachable
 from .plain import NotPlain, as_text, copy_plain
@@ -75,14 +76,20 @@ def new_state(plan: Plan, monologue: str, pass_key: str, global_turn: int) -> Ru
     }
 
 
-def branch_state(plan: Plan, parent: dict[str, Any], fork_node: str, fan_in: str, first: str) -> dict[str, Any]:
+def branch_state(plan: Plan, parent: dict[str, Any], fork_node: str, fan_in: str, first: str, branch_id: str = "",
+                 item: str | None = None) -> dict[str, Any]:
     """The run of one branch of a fork: the parent's plan version from the branch's first node up to the fan-in
-    (``branch``: which run, fork and branch it is), driven by a subordinate agent of its own."""
+    (``branch``: which run, fork and branch it is), driven by a subordinate agent of its own.  A branch over a
+    list's item (``branch_id`` ``first#n``) has the item in its ``branch`` and its context."""
     state = new_state(plan, "", "", 0)
-    state.update(current_node=first, max_turns=parent.get("max_turns", 0) or plan.max_turns,
-                 branch={"parent": parent.get("run_id", ""), "id": first, "fork": fork_node, "fan_in": fan_in})
+    branch_id = branch_id or first
+    mine = {"parent": parent.get("run_id", ""), "id": branch_id, "fork": fork_node, "fan_in": fan_in}
+    if item is not None:
+        mine["item"] = item
+        state["context"] = {"item": item}
+    state.update(current_node=first, max_turns=parent.get("max_turns", 0) or plan.max_turns, branch=mine)
     emit(state, "plan_activated", node=first, plan=plan.id, version=plan.version, triggers=[], by="branch",
-         branch=first, parent=parent.get("run_id", ""))
+         branch=branch_id, parent=parent.get("run_id", ""), **({"item": item} if item is not None else {}))
     push_path(state, first)
     emit(state, "node_entered", node=first)
     return state
@@ -251,14 +258,20 @@ SHAPES: dict[str, Shape] = {
     "provisional": ("a dict of key and started, or null", lambda v: v is None or (
         isinstance(v, dict) and set(v) == {"key", "started"} and isinstance(v["key"], str)
         and isinstance(v["started"], bool))),
-    "parallel": ("a list of {node, pending, failed} frames", lambda v: isinstance(v, list) and all(
-        isinstance(f, dict) and set(f) == {"node", "pending", "failed"} and isinstance(f["node"], str)
-        and _texts(f["pending"]) and _texts(f["failed"]) for f in v)),
+    "parallel": ("a list of {node, pending, failed[, items, values]} frames", lambda v: isinstance(v, list) and all(
+        isinstance(f, dict) and {"node", "pending", "failed"} <= set(f) <= {"node", "pending", "failed", "items",
+                                                                           "values"}
+        and isinstance(f["node"], str) and _texts(f["pending"]) and _texts(f["failed"])
+        and (lambda items: isinstance(items, dict) and all(isinstance(x, str) for x in items.values()))(
+            f.get("items", {}))
+        and isinstance(f.get("values", {}), dict) and all(isinstance(x, dict) for x in f.get("values", {}).values())
+        for f in v)),
     "gate_jumps": ("a dict of node ids and counts", lambda v: isinstance(v, dict) and all(
         _is_int(x) for x in v.values())),
     "held": ("a bool", lambda v: isinstance(v, bool)),
-    "branch": ("a dict of parent, id, fork and fan_in (a branch's run)", lambda v: isinstance(v, dict) and set(v) == {
-        "parent", "id", "fork", "fan_in"} and all(isinstance(x, str) for x in v.values())),
+    "branch": ("a dict of parent, id, fork, fan_in[ and item] (a branch's run)", lambda v: isinstance(v, dict)
+               and {"parent", "id", "fork", "fan_in"} <= set(v) <= {"parent", "id", "fork", "fan_in", "item"}
+               and all(isinstance(x, str) for x in v.values())),
     "fork": ("null or {node, fan_in, max_parallel, branches} (branches running at once)", _fork_fits),
     "picture": TEXT,
     "reply_seen": ("[pass, the mark of the newest reply then (or null), the call that pass judges]",
@@ -443,8 +456,9 @@ def _plan_rules(s: dict[str, Any], plan: Any) -> Iterator[str]:
              ("shown", [n for _, n in s["shown"] if n]), ("checkpoint", [s["checkpoint"]] if s.get("checkpoint") else []),
              ("gate_jumps", list(s.get("gate_jumps", {}))),
              ("escalation", [s["escalation"]["node"]] if s.get("escalation") and "node" in s["escalation"] else []),
-             ("parallel", [n for f in s.get("parallel", []) for n in [f["node"], *f["pending"], *f["failed"]]]),
-             ("events", [e[k] for e in s["events"] for k in EVENT_NODES if k in e and e[k]]))
+             ("parallel", [first_of(plan, n) for f in s.get("parallel", [])
+                           for n in [f["node"], *f["pending"], *f["failed"]]]),
+             ("events", [first_of(plan, e[k]) for e in s["events"] for k in EVENT_NODES if k in e and e[k]]))
     for key, ids in named:
         missing = [n for n in ids if n not in nodes]
         if missing:
@@ -480,14 +494,14 @@ def _fork_rules(s: dict[str, Any], plan: Any) -> Iterator[str]:
     each branch's run a run of this plan that belongs to it."""
     fork, mine = Fork.from_json(s.get("fork")), s.get("branch")
     if mine is not None:
-        if mine["id"] not in plan.nodes or plan.fan_in_of.get(mine["fork"]) != mine["fan_in"]:
+        if first_of(plan, mine["id"]) not in plan.nodes or plan.fan_in_of.get(mine["fork"]) != mine["fan_in"]:
             yield f"field 'branch' names a branch {_short(mine['id'])} that plan '{plan.id}' does not have"
     if not fork:
         return
     if plan.fan_in_of.get(fork.node) != fork.fan_in:
         yield f"field 'fork' names {_short(fork.node)} and {_short(fork.fan_in)}, not a parallel node and its fan-in"
         return
-    for bad in fork.misplaced({e.dst for e in plan.out_edges.get(fork.node, ())}):
+    for bad in fork.misplaced({e.dst for e in plan.out_edges.get(fork.node, ())}, lambda b: first_of(plan, b)):
         yield f"field 'fork' branch {_short(bad)} is not a branch of '{fork.node}'"
         return
     for b in fork.branches:

@@ -18,7 +18,7 @@ when every branch has an outcome (``_join_when_done``).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .kinds import STEP_OUTCOMES
 from .model import Edge, Node
@@ -27,6 +27,7 @@ from .state import MAX_CONTEXT_KEYS, MAX_GATE_JUMPS, branch_outcome, branch_stat
 from .routing import STATUS_OF, select_edge
 from .run import Effects, Run, _finish
 from .fork import _end_reason, fan_in_passes
+from .fanout import ITEM, branch_id, first_of, inside, items, over_list, reduced
 
 
 MAX_SETTLE_STEPS = 64
@@ -35,7 +36,7 @@ MAX_SETTLE_STEPS = 64
 # ── graph traversal ─────────────────────────────────────────────────────────
 
 
-MAX_CONTEXT_VALUE = 200
+MAX_CONTEXT_VALUE = 4_000  # characters of a captured value kept (a list a fan-out reads is one)
 
 
 def apply_outcome(run: Run, node: Node, status: str, reason: str, digest: str = "",
@@ -55,7 +56,7 @@ def apply_outcome(run: Run, node: Node, status: str, reason: str, digest: str = 
     if captured:
         extra["captured"] = captured
     emit(s, "node_verified", node=node.id, outcome=shown, reason=reason, **extra)
-    _update_context(s, captured)
+    _update_context(run, captured, f"'{node.name}'")
     routed = status
     if passed:
         v["outcome"] = "success"
@@ -87,13 +88,24 @@ def apply_outcome(run: Run, node: Node, status: str, reason: str, digest: str = 
                            "accepted as partly done and the workflow goes on.")
 
 
-def _update_context(s: dict[str, Any], captured: dict[str, str]) -> None:
+def _update_context(run: Run, captured: Mapping[str, Any], where: str) -> None:
+    """Captured (or merged) values into the run's context, each at most MAX_CONTEXT_VALUE characters (a longer
+    one is cut, with a log line) and at most MAX_CONTEXT_KEYS names (a new one past it is left out, with a line)."""
     if not captured:
         return
+    s = run.state
     ctx = s.setdefault("context", {})
     for key, value in captured.items():
-        if key in ctx or len(ctx) < MAX_CONTEXT_KEYS:
-            ctx[key] = value[:MAX_CONTEXT_VALUE]
+        if key not in ctx and len(ctx) >= MAX_CONTEXT_KEYS:
+            run.fx.log("warning", f"[HTN] Workflow '{run.plan.name}': the value '{key}' from {where} is not kept: the "
+                                  f"run holds {MAX_CONTEXT_KEYS} values already; capture fewer names")
+            continue
+        if isinstance(value, str) and len(value) > MAX_CONTEXT_VALUE:
+            run.fx.log("warning", f"[HTN] Workflow '{run.plan.name}': the value '{key}' from {where} is "
+                                  f"{len(value):,} characters; its first {MAX_CONTEXT_VALUE:,} are kept (capture "
+                                  "less: a list over it cannot fan out whole)")
+            value = value[:MAX_CONTEXT_VALUE]
+        ctx[key] = value
 
 
 def _route(run: Run, node: Node, outcome: dict[str, Any], reason: str) -> None:
@@ -200,7 +212,12 @@ def _decide(run: Run, node: Node) -> bool:
 
 
 def _branch_out(run: Run, node: Node) -> bool:
-    """A parallel node: fork when the host runs branches at once, else the branches one after another."""
+    """A parallel node: fork when the host runs branches at once, else the branches one after another; over a list
+    with no item (or one it cannot fan out), straight to the fan-in."""
+    if over_list(run.plan, node):
+        found, problem = _branches(run, node)
+        if not found:
+            return _fan_out_nothing(run, node, problem)
     if _forks(run, node):
         _fork(run, node)
         return False
@@ -234,18 +251,53 @@ def _reach_escalation(run: Run, node: Node) -> bool:
 # A branch that reaches an exit or an escalation ends the run there.
 
 
+def _branches(run: Run, node: Node) -> tuple[list[tuple[str, str, str | None]], str]:
+    """(branch id, first node, item or None) for each branch of a parallel node, in order: its edges' targets, or
+    over a list one branch of its one edge per item; ([], why) when the list cannot fan out."""
+    firsts = list(dict.fromkeys(e.dst for e in run.plan.out_edges.get(node.id, ())))
+    if not over_list(run.plan, node):
+        return [(f, f, None) for f in firsts], ""
+    found, problem = items((run.state.get("context") or {}).get(node.over), node.over, node.max_items)
+    return [(branch_id(firsts[0], n), firsts[0], item) for n, item in enumerate(found, 1)], problem
+
+
 def _start_branches(run: Run, node: Node) -> Edge | None:
     s = run.state
-    branches = [e.dst for e in run.plan.out_edges.get(node.id, ())]
+    branches, _ = _branches(run, node)
     if not branches:
         return None
     if run.serial_reason and not node.sequential and not s.get("branch") and node.id in run.plan.fan_in_of:
         run.fx.log("info", f"[HTN] Workflow '{run.plan.name}': the branches of '{node.name}' run one after another "
                            f"in this chat ({run.serial_reason})")
-    branches = list(dict.fromkeys(branches))
-    s.setdefault("parallel", []).append({"node": node.id, "pending": branches[1:], "failed": []})
-    emit(s, "parallel_started", node=node.id, branches=branches)
-    return Edge(src=node.id, dst=branches[0], condition="branch")
+    ids = [b for b, _, _ in branches]
+    frame: dict[str, Any] = {"node": node.id, "pending": ids[1:], "failed": []}
+    if over_list(run.plan, node):
+        frame["items"] = {b: item for b, _, item in branches}
+    s.setdefault("parallel", []).append(frame)
+    emit(s, "parallel_started", node=node.id, branches=ids, **_over(node, branches))
+    _enter_branch(run, frame, ids[0])
+    return Edge(src=node.id, dst=branches[0][1], condition="branch")
+
+
+def _over(node: Node, branches: list[tuple[str, str, str | None]]) -> dict[str, Any]:
+    return {"over": node.over, "items": [item for _, _, item in branches]} if node.over and any(
+        item is not None for _, _, item in branches) else {}
+
+
+def _enter_branch(run: Run, frame: dict[str, Any], bid: str) -> None:
+    """A branch run in the run's own chat begins: its item is the context's ``item``, the values its fan-in
+    merges start empty, and a branch over a list's item starts its steps' attempts afresh."""
+    s, plan = run.state, run.plan
+    ctx = s.setdefault("context", {})
+    fan_in = plan.nodes.get(plan.fan_in_of.get(frame["node"], ""))
+    for name, _ in fan_in.reduce if fan_in is not None else ():
+        ctx.pop(name, None)
+    if "items" in frame:
+        ctx[ITEM] = frame["items"][bid]
+        if bid != next(iter(frame["items"])) and fan_in is not None:
+            for nid in inside(plan, first_of(plan, bid), fan_in.id):
+                if nid in s["visited"]:
+                    s["visited"][nid].update(attempts=0, failures=0)
 
 
 def _next_branch(run: Run, node: Node) -> Edge | None:
@@ -255,15 +307,25 @@ def _next_branch(run: Run, node: Node) -> Edge | None:
         edge, _, _ = select_edge(run.plan, node.id, {"status": "success"}, s.get("context", {}), "decision")
         return edge
     frame = frames[-1]
-    branches = list(dict.fromkeys(e.dst for e in run.plan.out_edges.get(frame["node"], ())))
+    branches = list(frame["items"]) if "items" in frame else list(
+        dict.fromkeys(e.dst for e in run.plan.out_edges.get(frame["node"], ())))
     at = len(branches) - len(frame["pending"]) - 1  # the branch that just reached the fan-in
     if s.get("last_outcome") in ("retry", "exhausted") and 0 <= at < len(branches):
         frame["failed"].append(branches[at])
+    ctx = s.setdefault("context", {})
+    if node.reduce and 0 <= at < len(branches):
+        frame.setdefault("values", {})[branches[at]] = {k: ctx[k] for k, _ in node.reduce if k in ctx}
     if frame["pending"]:
         nxt = frame["pending"].pop(0)
         emit(s, "parallel_branch", node=frame["node"], branch=nxt)
-        return Edge(src=node.id, dst=nxt, condition="branch")
+        _enter_branch(run, frame, nxt)
+        return Edge(src=node.id, dst=first_of(run.plan, nxt), condition="branch")
     frames.pop()
+    if "items" in frame:
+        ctx.pop(ITEM, None)
+    if node.reduce:
+        _update_context(run, reduced(node, [(b, frame.get("values", {}).get(b, {})) for b in branches]),
+                        f"the fan-in '{node.name}'")
     outcomes = {b: "fail" if b in frame["failed"] else "success" for b in branches}
     passed = fan_in_passes(node, outcomes)
     status = "success" if passed else "fail"
@@ -271,6 +333,36 @@ def _next_branch(run: Run, node: Node) -> Edge | None:
     s["last_outcome"] = "success" if passed else "exhausted"
     edge, _, _ = select_edge(run.plan, node.id, {"status": status}, s.get("context", {}), "decision")
     return edge
+
+
+def _fan_out_nothing(run: Run, node: Node, problem: str) -> bool:
+    """A parallel node over a list with no item, or with a list it cannot fan out (``problem``): no branch runs;
+    the fan-in routes at once, on its policy over no branch (all: success; any, quorum, majority: fail), or on
+    fail with the reason."""
+    s, plan = run.state, run.plan
+    fan_in = plan.nodes[plan.fan_in_of[node.id]]
+    emit(s, "parallel_started", node=node.id, branches=[], over=node.over, items=[],
+         **({"reason": problem} if problem else {}))
+    if problem:
+        run.fx.log("warning", f"[HTN] Workflow '{plan.name}': '{node.name}' runs no branch: {problem}")
+    _follow(run, Edge(src=node.id, dst=fan_in.id, condition="branches"))
+    if fan_in.reduce:
+        _update_context(run, reduced(fan_in, []), f"the fan-in '{fan_in.name}'")
+    passed = not problem and fan_in_passes(fan_in, {})
+    status = "success" if passed else "fail"
+    emit(s, "parallel_joined", node=fan_in.id, failed=[], outcomes={}, policy=fan_in.fan_in_policy, passed=passed)
+    s["outcome"], s["last_outcome"] = {"status": status}, "success" if passed else "exhausted"
+    s["last_failure"] = "" if passed else (problem or run.fx.texts.fan_in_failure(plan, fan_in, {}))
+    s["route_note"] = run.fx.texts.fan_in_note(plan, fan_in, [], passed, problem or f"'{node.over}' held no item")
+    emit(s, "decision_routed", node=fan_in.id, outcome=s["last_outcome"])
+    edge, _, _ = select_edge(plan, fan_in.id, {"status": status}, s.get("context", {}), "decision", explain=False)
+    if edge is None:
+        _stall(run, fan_in, status, s["last_failure"] or "no branch ran")
+        return False
+    note = s["route_note"]
+    _follow(run, edge)
+    s["route_note"] = note
+    return True
 
 
 def _forks(run: Run, node: Node) -> bool:
@@ -282,24 +374,26 @@ def _fork(run: Run, node: Node) -> None:
     s, plan = run.state, run.plan
     fan_in = plan.fan_in_of[node.id]
     branches: list[Branch] = []
-    for first in dict.fromkeys(e.dst for e in plan.out_edges.get(node.id, ())):
+    found, _ = _branches(run, node)
+    for bid, first, item in found:
         edge = next(e for e in plan.out_edges[node.id] if e.dst == first)
-        emit(s, "edge_followed", **{"from": node.id, "to": first, "condition": edge.condition, "branch": first})
-        sub = Run(plan=plan, state=branch_state(plan, s, node.id, fan_in, first), fx=Effects(texts=run.fx.texts))
+        emit(s, "edge_followed", **{"from": node.id, "to": first, "condition": edge.condition, "branch": bid})
+        sub = Run(plan=plan, state=branch_state(plan, s, node.id, fan_in, first, bid, item),
+                  fx=Effects(texts=run.fx.texts))
         _settle(sub)  # a branch may begin with a decision, or meet the fan-in at once
         run.fx.logs.extend(sub.fx.logs)
-        branches.append({"id": first, "run": sub.state["run_id"], "status": branch_outcome(sub.state) or "pending",
+        branches.append({"id": bid, "run": sub.state["run_id"], "status": branch_outcome(sub.state) or "pending",
                          "state": sub.state, "answer": "", "reason": _end_reason(sub.state), "seen": 0})
     s["fork"] = Fork(node.id, fan_in, node.max_parallel, branches).to_json()
     emit(s, "parallel_started", node=node.id, branches=[b["id"] for b in branches], concurrent=True,
-         max_parallel=node.max_parallel)
+         max_parallel=node.max_parallel, **_over(node, found))
     s["turns_since_transition"], s["route_note"] = 0, ""
 
 
 def _branch_end(run: Run, outcome: str, reason: str) -> None:
     """A branch's own run ends: at its fan-in, an exit, an escalation, or a limit.  Its agent is told to answer."""
     s = run.state
-    name = run.plan.nodes[s["branch"]["id"]].name
+    name = run.fx.texts.branch_name(run.plan, s["branch"]["id"])
     emit(s, "branch_finished", node=s["current_node"], outcome=outcome, reason=reason)
     s["status"] = {"success": "completed", "escalated": "escalated", "expired": "expired"}.get(outcome, "ended")
     run.fx.log("info" if outcome == "success" else "warning",
@@ -332,6 +426,9 @@ def _join(run: Run, fork: Fork) -> None:
     passed = fan_in_passes(fan_in, outcomes)
     for b in fork.branches:
         _absorb(run, b.get("state"))
+    if fan_in.reduce:
+        _update_context(run, reduced(fan_in, [(b["id"], (b.get("state") or {}).get("context") or {})
+                                              for b in fork.branches]), f"the fan-in '{fan_in.name}'")
     s["fork"] = None
     emit(s, "parallel_joined", node=fan_in.id, failed=[i for i, o in outcomes.items() if o != "success"],
          outcomes=outcomes, policy=fan_in.fan_in_policy, passed=passed)
@@ -369,7 +466,9 @@ def _absorb(run: Run, sub: Any) -> None:
             _count_progress(run, node)
         elif entry.get("outcome") == "fail" and nid not in s["steps_failed"]:
             s["steps_failed"].append(nid)
-    _update_context(s, sub.get("context") or {})
+    mine = sub.get("branch") or {}
+    kept = {k: v for k, v in (sub.get("context") or {}).items() if not ("item" in mine and k == ITEM)}
+    _update_context(run, kept, f"the branch '{run.fx.texts.branch_name(plan, mine.get('id', ''))}'")
 
 
 def _goal_gates_hold(run: Run, exit_node: Node) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 from ..core.control import CONTROLS
 from ..core.kinds import ENDINGS
 from ..core.model import Node, Plan
+from ..core.fanout import first_of
 from ..core.state import branch_outcome
 from .render import plural, progress, steps_done
 
@@ -60,7 +61,7 @@ def branch_facts(plan: Plan | None, state: dict[str, Any]) -> list[dict[str, Any
         status = b.get("status", "")
         if running and sub.get("status", "active") != "active":  # its steps are done; its agent is answering
             status, running = branch_outcome(sub), False
-        out.append({"id": b.get("id", ""), "name": _name(plan, b.get("id", "")), "status": status,
+        out.append({"id": b.get("id", ""), "name": _branch_name(plan, b.get("id", ""), sub), "status": status,
                     "at": node.id if node is not None and running and node.kind.judged else "",
                     "step": node.name if node is not None and running and node.kind.judged else "",
                     "attempt": _attempt(node, sub) if node is not None and running and node.kind.judged else "",
@@ -224,6 +225,19 @@ def _outcome(plan: Plan | None, state: dict[str, Any], f: dict[str, Any], end: d
     if status == "escalated":
         return f"escalated to PACE level {f['pace_level']}: {reason}"
     return f"{status}: {reason}"
+
+
+ITEM_SHOWN = 40  # characters of a branch's item the card shows beside its name
+
+
+def _branch_name(plan: Plan | None, bid: str, sub: dict[str, Any]) -> str:
+    """A branch's name; one over a list's item with its number and the item ('Fix one file #2: tests/b.py')."""
+    if plan is None or bid in plan.nodes:
+        return _name(plan, bid)
+    first = first_of(plan, bid)
+    item = " ".join(str((sub.get("branch") or {}).get("item", "")).split())
+    item = item if len(item) <= ITEM_SHOWN else item[: ITEM_SHOWN - 3] + "..."
+    return f"{_name(plan, first)} #{bid.rpartition('#')[2]}" + (f": {item}" if item else "")
 
 
 def _name(plan: Plan | None, nid: str) -> str:

@@ -18,6 +18,8 @@ import re
 from typing import Any
 
 from ..core.control import CONTROLS
+from ..core.fanout import ITEM, expand, first_of
+from ..core.fanout import inside as fanout_inside
 from ..core.kinds import CHECKS, FAN_IN_POLICIES
 from ..core.model import Edge, Node, Plan
 from ..core.routing import resolve
@@ -93,16 +95,18 @@ def check_text(node: Node) -> str:
     return text
 
 
-def step_details(node: Node) -> list[str]:
-    lines = [f"  Action: {node.action or node.name}"]
+def step_details(node: Node, item: str | None = None) -> list[str]:
+    """The step's action, tool, command or hint and check; ``$item`` in them is ``item`` (a branch over a list's;
+    quoted for a shell in a command or hint)."""
+    lines = [f"  Action: {expand(node.action or node.name, item)}"]
     if node.tool:
         lines.append(f"  Tool: {node.tool}")
     if is_command(node):
-        command = command_text(node)
+        command = expand(command_text(node), item, command=True)
         label = "Command (fill in the <...> parts)" if _PLACEHOLDER.search(command) else "Command"
         lines.append(f"  {label}: {command}")
     elif node.tool_hint.strip():
-        lines.append(f"  Hint: {node.tool_hint.strip()}")
+        lines.append(f"  Hint: {expand(node.tool_hint.strip(), item, command=True)}")
     if node.verify is not None:
         lines.append(f"  Check: passes when {check_text(node)}")
     return lines
@@ -191,8 +195,12 @@ def graph_context(plan: Plan, state: dict[str, Any]) -> str:
         lines.append("  Next: " + pending)
     if state.get("route_note") and state.get("turns_since_transition", 0) == 0:
         lines.append("  " + state["route_note"])
+    item = item_of(state)
+    if item is not None:
+        lines.append(f"  This branch's item: {item}")
     lines.append(f"Current step: {node.name}{attempt(node, failures)}")
-    lines.append(texts.steps.get(node.id) or "\n".join(step_details(node)))
+    lines.append("\n".join(step_details(node, item)) if item is not None else
+                 texts.steps.get(node.id) or "\n".join(step_details(node)))
     if state.get("last_failure"):
         failed = _last_judged(state)
         who = "Last attempt" if failed in ("", node.id) else _texts(plan).task_name.get(failed, failed)
@@ -327,13 +335,17 @@ def _sequential_branch(plan: Plan, state: dict[str, Any], node: Node) -> tuple[f
     fan_in = plan.fan_in_of.get(frame["node"])
     if not fan_in:
         return None
-    branches = list(dict.fromkeys(e.dst for e in plan.out_edges.get(frame["node"], ())))
+    branches = list(frame["items"]) if "items" in frame else list(
+        dict.fromkeys(e.dst for e in plan.out_edges.get(frame["node"], ())))
     at = len(branches) - len(frame["pending"]) - 1
-    if not 0 <= at < len(branches) or node.id not in _branch_nodes(plan, branches[at], fan_in):
+    if not 0 <= at < len(branches):
+        return None
+    nodes = fanout_inside(plan, first_of(plan, branches[at]), fan_in)
+    if node.id not in nodes:
         return None
     after = (f"the next branch, '{branch_name(plan, frame['pending'][0])}'" if frame["pending"] else
              f"'{plan.nodes[fan_in].name}', where the branches meet")
-    return _branch_nodes(plan, branches[at], fan_in), after
+    return nodes, after
 
 
 def _targets(plan: Plan, targets: tuple[str | None, ...]) -> str:
@@ -407,23 +419,42 @@ WAIT_COMMAND = 'echo "[waiting for the branches]"'
 
 
 def branch_name(plan: Plan, branch_id: str) -> str:
+    """A branch by its first node's name; one over a list's item with the item's number ('Run the tests #2')."""
     node = plan.nodes.get(branch_id)
-    return node.name if node is not None else branch_id
+    if node is not None:
+        return node.name
+    first = first_of(plan, branch_id)
+    return f"{plan.nodes[first].name} #{branch_id.rpartition('#')[2]}" if first in plan.nodes else branch_id
+
+
+def item_of(state: dict[str, Any]) -> str | None:
+    """The item the run's current branch runs for: a branch agent's over a list, or the run's own while it runs a
+    list's branches one after another; None for none."""
+    mine = state.get("branch")
+    if isinstance(mine, dict) and "item" in mine:
+        return mine["item"]
+    frames = state.get("parallel")
+    if frames and "items" in frames[-1]:
+        item = (state.get("context") or {}).get(ITEM)
+        return item if isinstance(item, str) else None
+    return None
 
 
 def branch_assignment(plan: Plan, state: dict[str, Any]) -> str:
     """The message a branch's subordinate agent starts with (its steps come with each of its turns)."""
     name = branch_name(plan, state["branch"]["id"])
-    return (f"You run one branch of the workflow '{plan.name}': '{name}'. Other agents run the other branches at "
-            "the same time. Do the steps you are shown, one at a time, each with the tool it names; when you are told "
-            "the branch is done, answer with the response tool.")
+    item = item_of(state)
+    mine = f" It is for the item: {item}" + ("" if item.endswith((".", "!", "?")) else ".") if item is not None else ""
+    return (f"You run one branch of the workflow '{plan.name}': '{name}'.{mine} Other agents run the other branches "
+            "at the same time. Do the steps you are shown, one at a time, each with the tool it names; when you are "
+            "told the branch is done, answer with the response tool.")
 
 
 def branch_context(plan: Plan, state: dict[str, Any]) -> str:
     """A branch's step, as its agent reads it: the workflow's context without the other branches' steps, and its
     ways forward ending at the branch's end."""
     branch = state["branch"]
-    inside = _branch_nodes(plan, branch["id"], branch["fan_in"])
+    inside = fanout_inside(plan, first_of(plan, branch["id"]), branch["fan_in"])
     node = plan.nodes[state["current_node"]]
     failures = (state["visited"].get(node.id) or {}).get("failures", 0)
     lines = [f"[BRANCH: {branch_name(plan, branch['id'])}] You are a subordinate agent running this one branch of "
@@ -440,23 +471,6 @@ def branch_context(plan: Plan, state: dict[str, Any]) -> str:
             forward = []
         lines.append(line)
     return "\n".join(lines)
-
-
-def _branch_nodes(plan: Plan, first: str, fan_in: str) -> frozenset[str]:
-    """The nodes a branch reaches from its first node before its fan-in."""
-    def make(p: Plan) -> dict:
-        return {}
-    known = plan.derived("_branch_nodes", make)
-    found = known.get((first, fan_in))
-    if found is None:
-        seen, todo = {first}, [first]
-        for nid in todo:
-            for e in plan.out_edges.get(nid, ()):
-                if e.dst != fan_in and e.dst not in seen:
-                    seen.add(e.dst)
-                    todo.append(e.dst)
-        found = known[(first, fan_in)] = frozenset(seen)
-    return found
 
 
 def branch_not_done(plan: Plan, state: dict[str, Any], node: Node | None) -> str:
@@ -496,15 +510,20 @@ def _policy(plan: Plan, fan_in: Node) -> str:
         q=fan_in.quorum, r=" and ".join(f"'{branch_name(plan, r)}'" for r in fan_in.required))
 
 
-def fan_in_note(plan: Plan, fan_in: Node, branches: list[dict[str, Any]], passed: bool) -> str:
-    """The fan-in's evidence, shown with the parent's next step: each branch's outcome, last check and answer."""
+def fan_in_note(plan: Plan, fan_in: Node, branches: list[dict[str, Any]], passed: bool, none_ran: str = "") -> str:
+    """The fan-in's evidence, shown with the parent's next step: each branch's outcome, last check and answer (or
+    why no branch ran: a list with no item, or one that could not fan out)."""
+    if none_ran:
+        return f"No branch ran ({none_ran}): '{fan_in.name}' routes on {'success' if passed else 'fail'}."
     lines = [f"The branches met at '{fan_in.name}' ({_policy(plan, fan_in)}): it routes on "
              f"{'success' if passed else 'fail'}."]
     for b in branches:
         check = _last_check(plan, b.get("state") or {})
         answer = " ".join(str(b.get("answer", "")).split())
         answer = answer[:ANSWER_SHOWN] + ("..." if len(answer) > ANSWER_SHOWN else "")
-        lines.append(f"- '{branch_name(plan, b['id'])}': {b['status']}"
+        item = ((b.get("state") or {}).get("branch") or {}).get("item")
+        lines.append(f"- '{branch_name(plan, b['id'])}'" + (f" (item: {item})" if item is not None else "")
+                     + f": {b['status']}"
                      + (f" ({b['reason']})" if b.get("reason") and b["status"] != "success" else "")
                      + (f"; last check: {check}" if check else "") + (f"; its answer: {answer}" if answer else ""))
     return "\n  ".join(lines)

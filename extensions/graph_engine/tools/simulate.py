@@ -80,7 +80,8 @@ def run_outcomes(plan: Plan, outcomes: dict[str, list[dict[str, Any]]], answers:
         queue = script.get(node.id, [])
         outcome = queue.pop(0) if queue else {"status": "success"}
         status = outcome.get("status", "success")
-        engine._update_context(run.state, {str(k): text_of(v) for k, v in (outcome.get("context_updates") or {}).items()})
+        engine._update_context(run, {str(k): text_of(v) for k, v in (outcome.get("context_updates") or {}).items()},
+                               "the script")
         engine.apply_outcome(run, node, status, outcome.get("reason", f"scripted {status}"),
                              preferred_label=str(outcome.get("preferred_label", "") or ""),
                              suggested=[str(x) for x in outcome.get("suggested_next_ids", []) or []])

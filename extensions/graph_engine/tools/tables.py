@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..core.kinds import (CHECKS, CONDITIONS, EVENTS, FAN_IN_POLICIES, NODE_KINDS, NODE_TYPES, ON_FAIL_ACTIONS,
-                          PACE_LEVELS, VERIFY_TYPES)
+                          PACE_LEVELS, REDUCERS, VERIFY_TYPES)
 
 ROOT = Path(__file__).resolve().parents[3]
 SCHEMA = Path("plan_library/plan_library.schema.json")
@@ -27,6 +27,7 @@ ENUMS = {  # where each table's names are an enum of the schema
     ("$defs", "verify", "properties", "type"): VERIFY_TYPES,
     ("$defs", "step", "properties", "on_fail"): ON_FAIL_ACTIONS,
     ("$defs", "node", "properties", "fan_in_policy"): tuple(FAN_IN_POLICIES),
+    ("$defs", "node", "properties", "reduce", "oneOf", 0, "additionalProperties"): tuple(REDUCERS),
 }
 
 
@@ -68,8 +69,14 @@ def fan_in_table() -> str:
                       *(f"| `{p.name}` | {p.passes} |" for p in FAN_IN_POLICIES.values())])
 
 
+def reducers_table() -> str:
+    return "\n".join(["| reducer | the value the next step sees |", "|---|---|",
+                      *(f"| `{r.name}` | {r.does} |" for r in REDUCERS.values())])
+
+
 DOCS: dict[str, tuple[Path, Callable[[], str]]] = {
     "fan-in-policies": (Path("docs/plan-authoring.md"), fan_in_table),
+    "reducers": (Path("docs/plan-authoring.md"), reducers_table),
     "node-kinds": (Path("docs/plan-authoring.md"), node_kinds_table),
     "checks": (Path("docs/plan-authoring.md"), checks_table),
     "events": (Path("docs/how-it-works.md"), events_table),
