@@ -8,22 +8,18 @@ malformed file, an unknown plan, node or status, a wrong option), said in one li
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
-import shutil
-import subprocess
 import sys
-from typing import Any, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Sequence, TextIO
 
 from .. import __version__
-from ..authoring.lint import Diagnostic, example_routing
-from ..authoring.schema import jsonschema_available
-from . import standin as a0
-from . import triggers as trig
-from .inputs import (FINDING, INPUT, CliError, answers_arg, expect_arg, json_arg, json_file, load_library, node_of, one_of,
-                     outcome_arg, outcomes_arg, pick_plan, read_text, run_log, transcript_arg)
 
+if TYPE_CHECKING:
+    from ..authoring.lint import Diagnostic
+
+# `--version`, `--help` and a wrong command line import nothing else: each verb imports what it uses when it runs
+INPUT, FINDING = 2, 1  # the exit codes of tools/inputs.py, which is not imported before a verb runs
 FORMATS = ("dot", "mermaid", "svg", "png")
 SLOWEST = 5  # validate names the plans that took longest to check
 
@@ -45,6 +41,10 @@ def _findings(paths: Sequence[str], err: TextIO | None = None) -> tuple[list[Dia
 def _per_file(paths: Sequence[str], err: TextIO | None = None) -> tuple[dict[str, list[Diagnostic]], int]:
     """Each readable file's findings, then one info line per plan with its worst-case turns, then the five
     plans that took longest to check (a large library's slow plans are named)."""
+    from ..authoring.lint import Diagnostic, example_routing
+    from . import triggers as trig
+    from .inputs import CliError, load_library
+
     per_file: dict[str, list[Diagnostic]] = {}
     unreadable = 0
     for path in paths:
@@ -77,6 +77,11 @@ def _per_file(paths: Sequence[str], err: TextIO | None = None) -> tuple[dict[str
 
 
 def validate(paths: Sequence[str], as_json: bool, out: TextIO, err: TextIO) -> int:
+    import io
+
+    from ..authoring.schema import jsonschema_available
+    from .inputs import CliError
+
     said = io.StringIO()
     per_file, unreadable = _per_file(paths, said)
     if unreadable == len(paths):  # nothing to report but the refusal: one line (one error object with --json)
@@ -115,6 +120,10 @@ def triggers(library: str | None, cases: str | None, as_json: bool, out: TextIO,
     --answers FILE: recorded utility model answers (default for the bundled set: fixtures/utility_answers.json),
     for the untaught library as the host runs it; --questions: print the questions to record them for (JSON
     lines: prompt_sha256, message, system, body)."""
+    from . import standin as a0
+    from . import triggers as trig
+    from .inputs import CliError, json_file, load_library
+
     path = library or str(a0.LIBRARY)
     lib = load_library(path)
     if explain is not None:
@@ -164,6 +173,7 @@ def build_matcher(path: str | None, check: bool, out: TextIO, err: TextIO, as_js
     """Learn the shipped matcher file again (``tools/matcher_build``), or with ``check`` only compare the hash of
     its inputs with the one it records (exit 1 when they differ: the file is stale)."""
     from . import matcher_build
+    from .inputs import CliError
     paths = matcher_build.default_paths()
     if path:
         paths["out"] = path
@@ -194,6 +204,7 @@ def build_matcher(path: str | None, check: bool, out: TextIO, err: TextIO, as_js
 def prompts_cmd(path: str, plan_id: str | None, out: TextIO, as_json: bool = False) -> int:
     """Every text a plan (or every plan of a library) can show the model, as the golden files hold them;
     ``as_json``: ``{"plans": {id: [{"title", "text"}]}}``."""
+    from .inputs import pick_plan
     from .prompts import document, sections
 
     plans = _loaded_plans(path) if plan_id is None else [pick_plan(path, plan_id).plan]
@@ -208,6 +219,8 @@ def prompts_cmd(path: str, plan_id: str | None, out: TextIO, as_json: bool = Fal
 
 def _loaded_plans(path: str) -> list:
     """The plans of a library that load; none is an input that cannot be used (it is said, not printed empty)."""
+    from .inputs import CliError, load_library
+
     lib = load_library(path)
     if not lib.plans:
         errors = [d for d in lib.diagnostics if d.severity == "error"]
@@ -218,6 +231,7 @@ def _loaded_plans(path: str) -> list:
 
 def explain_run(path: str, library: str, as_json: bool, out: TextIO) -> int:
     from .explain import explain, format_steps
+    from .inputs import load_library, run_log
 
     events, facts = run_log(path)
     lib = load_library(library)
@@ -241,6 +255,7 @@ def inspect_dot(path: str, as_json: bool, out: TextIO) -> int:
     stylesheet applied), values typed, and the same findings as ``validate`` (timings left out)."""
     from ..authoring.dot import DotSyntaxError, jsonable, parse
     from ..authoring.dot_spec import handler_type, node_type, stylesheet_rules, styled, view
+    from .inputs import CliError, read_text
 
     text = read_text(path, "DOT plan")
     if not path.endswith(".dot"):
@@ -288,6 +303,7 @@ def export_plan(path: str, plan_id: str | None, fmt: str, trace: str | None, out
     "text"}`` (or ``"output"`` and ``"bytes"`` for a picture written to a file)."""
     from ..authoring.dot_plan import to_dot
     from ..authoring.render_graph import mermaid, picture, trace_counts
+    from .inputs import CliError, pick_plan, run_log
 
     source = pick_plan(path, plan_id)
     if "graph" not in source.raw:
@@ -322,6 +338,11 @@ def export_plan(path: str, plan_id: str | None, fmt: str, trace: str | None, out
 
 
 def _graphviz(text: str, fmt: str, output: str | None, quiet: bool = False) -> bytes:
+    import shutil
+    import subprocess
+
+    from .inputs import CliError
+
     binary = shutil.which("dot")
     if binary is None:
         raise CliError(f"--format {fmt} needs Graphviz's 'dot' program, which is not installed (Debian: apt-get "
@@ -339,6 +360,8 @@ def _graphviz(text: str, fmt: str, output: str | None, quiet: bool = False) -> b
 
 
 def _write(path: str, data: bytes) -> None:
+    from .inputs import CliError
+
     try:
         with open(path, "wb") as fh:
             fh.write(data)
@@ -353,6 +376,7 @@ def select_cmd(path: str, plan_id: str | None, node: str, outcome: str, context:
                out: TextIO) -> int:
     """The edge the engine would take: ``{"target": id or null, "why": [...]}`` (and ``stay``, ``condition``).
     A null target is an answer (the run would stall or end there), not an error: exit 0."""
+    from .inputs import CliError, json_arg, node_of, outcome_arg, pick_plan
     from .simulate import select
 
     source = pick_plan(path, plan_id)
@@ -376,6 +400,7 @@ def select_cmd(path: str, plan_id: str | None, node: str, outcome: str, context:
 
 
 def simulate_cmd(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .inputs import answers_arg, expect_arg, outcomes_arg, pick_plan, transcript_arg
     from .simulate import diverges, run_outcomes, run_transcript
 
     source = pick_plan(args.file, args.plan, allow_invalid=args.allow_invalid)
@@ -458,18 +483,18 @@ def parser() -> argparse.ArgumentParser:
     bm.add_argument("--check", action="store_true", help="only say whether the shipped file matches its inputs")
     bm.add_argument("--json", action="store_true", help='print {"file", "sha256"} ({"file", "stale"} with --check)')
     pro = sub.add_parser("prompts", help="every text a plan can show the model: steps, failures, notices")
-    pro.add_argument("file", nargs="?", default=str(a0.LIBRARY), metavar="FILE", help="a library (default: bundled)")
+    pro.add_argument("file", nargs="?", metavar="FILE", help="a library (default: the bundled one)")
     pro.add_argument("--plan", help="one plan (default: every plan of the library)")
     pro.add_argument("--json", action="store_true", help='print {"plans": {id: [{"title", "text"}]}}')
     ex = sub.add_parser("explain", help="why each edge of a run was taken (audit log .jsonl or saved state .json)")
     ex.add_argument("run", metavar="RUN_OR_STATE")
-    ex.add_argument("--library", default=str(a0.LIBRARY))
+    ex.add_argument("--library", help="the library the run's plan is read from (default: the bundled one)")
     ex.add_argument("--json", action="store_true")
     ins = sub.add_parser("inspect", help="the parsed DOT graph: typed attributes, handler types, findings")
     ins.add_argument("file", metavar="FILE.dot")
     ins.add_argument("--json", action="store_true")
     exp = sub.add_parser("export", help="a plan as DOT (re-imports to the same plan) or mermaid")
-    exp.add_argument("--library", default=str(a0.LIBRARY))
+    exp.add_argument("--library", help="a library (default: the bundled one)")
     exp.add_argument("--plan", help="the plan (needed when the library holds more than one)")
     exp.add_argument("--format", default="dot", help="dot or mermaid")
     exp.add_argument("--json", action="store_true", help='print {"plan", "format", "text"}')
@@ -504,7 +529,15 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def bundled_library() -> str:
+    """The library the pack ships (the default of --library and of prompts' FILE)."""
+    from .standin import LIBRARY
+    return str(LIBRARY)
+
+
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .inputs import one_of
+
     if args.command == "demo":
         from .demo import demo
         return demo(out, args.out, args.json)
@@ -516,13 +549,13 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.command == "build-matcher":
         return build_matcher(args.out, args.check, out, err, args.json)
     if args.command == "prompts":
-        return prompts_cmd(args.file, args.plan, out, args.json)
+        return prompts_cmd(args.file or bundled_library(), args.plan, out, args.json)
     if args.command == "explain":
-        return explain_run(args.run, args.library, args.json, out)
+        return explain_run(args.run, args.library or bundled_library(), args.json, out)
     if args.command == "inspect":
         return inspect_dot(args.file, args.json, out)
     if args.command == "export":
-        return export_plan(args.library, args.plan, one_of(args.format, ("dot", "mermaid"), "--format"), None, out,
+        return export_plan(args.library or bundled_library(), args.plan, one_of(args.format, ("dot", "mermaid"), "--format"), None, out,
                            as_json=args.json)
     if args.command == "render":
         return export_plan(args.file, args.plan, one_of(args.format, FORMATS, "--format"), args.trace, out,
@@ -542,6 +575,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         verb = next((a for a in argv if a in VERBS), "")
         return _refuse(verb, str(exc), INPUT, as_json)
+    from .inputs import CliError  # a verb runs: what it reads is checked by tools/inputs.py
+
     try:
         return run(args, sys.stdout, sys.stderr)
     except CliError as exc:
