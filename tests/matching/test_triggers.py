@@ -156,19 +156,77 @@ def test_the_named_mentions_and_requests_of_the_issue():
 def test_triggers_command(capsys, monkeypatch):
     full = triggers.report
     # REPORT is the report of the same plans and cases (made at import): the command's own part is checked here
-    monkeypatch.setattr(triggers, "report", lambda plans, cases, folds=True, progress=None, answers=None: REPORT
-                        if cases == CASES and answers == ANSWERS and [p.version for p in plans] ==
-                        [p.version for p in PLANS] else full(plans, cases, folds, answers=answers))
-    code = cli.main(["triggers", "--quick"])
+    asked = []
+
+    def kept(plans, cases, folds=True, progress=None, answers=None, targets=True):
+        asked.append((folds, targets))
+        return REPORT if cases == CASES and answers == ANSWERS and [p.version for p in plans] == \
+            [p.version for p in PLANS] else full(plans, cases, folds, answers=answers, targets=targets)
+
+    monkeypatch.setattr(triggers, "report", kept)
+    code = cli.main(["triggers"])
     assert code == (0 if all(REPORT["required"]["met"][k] for k in REPORT["required"]["counted"]) else 1)
     assert REPORT["required"]["counted"] == ["taught", "untaught_asked"]
     out = capsys.readouterr().out
     assert "correct" in out and "expected -> chosen" in out and "no trigger phrase collides" in out
     assert "held_out" in out and "requests that start the right plan" in out
     assert "the library as it is" in out and "own text alone" in out and "recorded answers" in out
-    assert cli.main(["triggers", "--quick", "--json"]) == code
+    assert cli.main(["triggers", "--quick", "--json"]) == code  # --quick: the default, still accepted
     rep = json.loads(capsys.readouterr().out)
     assert rep["cases"] == len(CASES) and "bugfix_workflow" in rep["confusion"]
+    # the shipped set, judged by its targets; the five folds only when asked for
+    assert asked == [(False, True), (False, True)]
+    monkeypatch.setattr(triggers, "report", lambda *a, **kw: asked.append((kw["folds"], kw["targets"])) or REPORT)
+    cli.main(["triggers", "--folds"])
+    assert asked[-1] == (True, True)
+
+
+def write_cases(tmp_path, cases, name="cases.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(cases))
+    return str(path)
+
+
+USERS = [{"message": "fix the failing test in parser", "expect": "bugfix_workflow"},
+         {"message": "upgrade numpy to 2.1 and check nothing broke", "expect": "dependency_update", "domain": None},
+         {"message": "what's the weather like?", "expect": None}]
+
+
+def test_a_users_cases_are_reported_by_their_own_counts(tmp_path, capsys):
+    """A cases file of one's own: its splits and its counts, no target of the shipped set; exit 1 when one of its
+    messages does not start what it expects."""
+    assert cli.main(["triggers", "--cases", write_cases(tmp_path, USERS)]) == 0
+    out = capsys.readouterr().out
+    assert "3/3 correct" in out and "2 of 2" in out and "0 of 1" in out
+    assert "0 of 0" not in out and "at least" not in out and "held_out" not in out and "NOT met" not in out
+    wrong = USERS[:2] + [dict(USERS[2], message="fix the bug in /tmp/test.py")]  # a request labelled as none
+    assert cli.main(["triggers", "--cases", write_cases(tmp_path, wrong), "--json"]) == 1
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["targets"] is False and rep["required"] == {}
+    assert [w["message"] for w in rep["wrong"]] == ["fix the bug in /tmp/test.py"]
+    assert rep["figures"]["taught"]["all"]["with_domain"]["negatives"] == 1
+
+
+def test_a_null_domain_is_no_domain_and_an_empty_expect_asks_for_nothing(tmp_path, capsys):
+    plain = [dict(USERS[0]), {"message": USERS[1]["message"], "expect": USERS[1]["expect"]}, dict(USERS[2])]
+    spelled = [dict(USERS[0], domain=None), dict(USERS[1]), dict(USERS[2], expect="")]
+    reports = []
+    for i, cases in enumerate((plain, spelled)):
+        assert cli.main(["triggers", "--cases", write_cases(tmp_path, cases, f"{i}.json"), "--json"]) == 0
+        reports.append(json.loads(capsys.readouterr().out))
+    assert reports[0] == reports[1]
+    assert reports[0]["figures"]["taught"]["all"]["with_domain"]["requests"] == 2
+    assert load_cases(write_cases(tmp_path, spelled))[2]["expect"] is None
+
+
+def test_a_case_that_expects_a_plan_the_library_does_not_hold_is_refused(tmp_path, capsys):
+    path = write_cases(tmp_path, [{"message": "fix it", "expect": "bugfix_workflw"}])
+    assert cli.main(["triggers", "--cases", path]) == 2
+    said = capsys.readouterr().err
+    assert "case 0 expects plan 'bugfix_workflw'" in said and "did you mean 'bugfix_workflow'?" in said
+    path = write_cases(tmp_path, [{"message": "fix it", "expect": 7}])
+    assert cli.main(["triggers", "--cases", path]) == 2
+    assert "'expect' is a plan id or null" in capsys.readouterr().err
 
 
 def test_collisions_are_listed(tmp_path, capsys):
@@ -191,3 +249,4 @@ def test_the_labelled_set_figures_with_folds():
             assert figs[split][key]["recall"] >= recall, (split, key)
             assert figs[split][key]["false_activations"] <= false, (split, key)
     assert rep["required"]["met"]["taught"]
+

@@ -111,18 +111,20 @@ def validate(paths: Sequence[str], as_json: bool, out: TextIO, err: TextIO) -> i
 
 
 def triggers(library: str | None, cases: str | None, as_json: bool, out: TextIO, err: TextIO,
-             explain: str | None = None, domain: str | None = None, quick: bool = False,
+             explain: str | None = None, domain: str | None = None, folds: bool = False,
              answers: str | None = None, questions: bool = False) -> int:
     """The labelled set of the library: --cases, else trigger_cases.json beside the library, else (for the
-    bundled library) fixtures/trigger_cases.json.  Without one, only colliding phrases are checked.
+    bundled library) fixtures/trigger_cases.json.  Without one, only colliding phrases are checked.  The shipped
+    set is judged by its targets (``triggers.REQUIRED``); any other set by its own cases (exit 1 when one of them
+    does not start what it expects).
     --explain MESSAGE: one message's scores per plan and why the winner won (--domain: the tracker's domain).
-    --quick: the tuning split scored by the shipped classes (no folds learned: seconds, not a minute).
+    --folds: the tuning split scored by classes learned again without each fifth of it (a minute, not seconds).
     --answers FILE: recorded utility model answers (default for the bundled set: fixtures/utility_answers.json),
     for the untaught library as the host runs it; --questions: print the questions to record them for (JSON
     lines: prompt_sha256, message, system, body)."""
     from . import standin as a0
     from . import triggers as trig
-    from .inputs import CliError, json_file, load_library
+    from .inputs import CliError, closest, json_file, load_library
 
     path = library or str(a0.LIBRARY)
     lib = load_library(path)
@@ -130,10 +132,10 @@ def triggers(library: str | None, cases: str | None, as_json: bool, out: TextIO,
         ex = trig.explain(list(lib.plans.values()), explain, domain)
         out.write((json.dumps(ex, indent=2) if as_json else trig.format_explain(ex)) + "\n")
         return 0
+    bundled = str(a0.ROOT / "fixtures" / "trigger_cases.json")
     if cases is None:
         beside = os.path.join(os.path.dirname(os.path.abspath(path)), "trigger_cases.json")
-        bundled = a0.ROOT / "fixtures" / "trigger_cases.json"
-        cases = beside if os.path.isfile(beside) else (str(bundled) if library is None else None)
+        cases = beside if os.path.isfile(beside) else (bundled if library is None else None)
     if cases is None:
         err.write(f"graph-engine triggers: {path} has no golden set (write trigger_cases.json beside it, or pass "
                   "--cases FILE); checking only that no phrase collides across plans\n")
@@ -145,13 +147,17 @@ def triggers(library: str | None, cases: str | None, as_json: bool, out: TextIO,
         golden = trig.load_cases(cases)
     except (ValueError, KeyError, TypeError) as exc:
         raise CliError(f"{cases}: {exc}") from None
+    for i, c in enumerate(golden):
+        if c["expect"] is not None and c["expect"] not in lib.plans:
+            raise CliError(f"{cases}: case {i} expects plan '{c['expect']}', which {path} does not hold (or "
+                           f"disables: see graph-engine validate){closest(c['expect'], lib.plans)}")
+    shipped_set = os.path.abspath(cases) == bundled and os.path.abspath(path) == str(a0.LIBRARY)
     if questions:
         for q in trig.questions(list(lib.plans.values()), golden):
             out.write(json.dumps(q, ensure_ascii=False) + "\n")
         return 0
     recorded = a0.ROOT / "fixtures" / "utility_answers.json"
-    if answers is None and library is None and os.path.abspath(cases) == str(a0.ROOT / "fixtures" / "trigger_cases.json") \
-            and recorded.is_file():
+    if answers is None and shipped_set and recorded.is_file():
         answers = str(recorded)
     answered = None
     if answers is not None:
@@ -161,11 +167,13 @@ def triggers(library: str | None, cases: str | None, as_json: bool, out: TextIO,
         except (ValueError, KeyError, TypeError) as exc:
             raise CliError(str(exc)) from None
     try:
-        rep = trig.report(list(lib.plans.values()), golden, folds=not quick, answers=answered,
+        rep = trig.report(list(lib.plans.values()), golden, folds=folds, answers=answered, targets=shipped_set,
                           progress=lambda line: (err.write(f"graph-engine triggers: {line}\n"), err.flush()))
     except RuntimeError as exc:
         raise CliError(str(exc)) from None
     out.write((json.dumps(rep, indent=2) if as_json else trig.format_report(rep)) + "\n")
+    if not shipped_set:
+        return FINDING if rep["wrong"] else 0
     return 0 if all(rep["required"]["met"][k] for k in rep["required"]["counted"]) else FINDING
 
 
@@ -472,7 +480,9 @@ def parser() -> argparse.ArgumentParser:
     tr.add_argument("--json", action="store_true")
     tr.add_argument("--explain", metavar="MESSAGE", help="one message: the scores per plan and why the winner won")
     tr.add_argument("--domain", help="with --explain: the belief-state domain (default: none)")
-    tr.add_argument("--quick", action="store_true", help="score the tuning cases with the shipped classes (no folds)")
+    tr.add_argument("--folds", action="store_true", help="score the tuning cases by classes learned again without "
+                                                         "each fifth of them (five folds: a minute, not seconds)")
+    tr.add_argument("--quick", action="store_true", help=argparse.SUPPRESS)  # the default now; still accepted
     tr.add_argument("--answers", metavar="FILE", help="recorded utility model answers (default for the bundled set: "
                                                       "fixtures/utility_answers.json)")
     tr.add_argument("--questions", action="store_true", help="print the questions the host would ask the utility "
@@ -544,7 +554,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.command == "validate":
         return validate(args.paths, args.json, out, err)
     if args.command == "triggers":
-        return triggers(args.library, args.cases, args.json, out, err, args.explain, args.domain, args.quick,
+        return triggers(args.library, args.cases, args.json, out, err, args.explain, args.domain, args.folds,
                         args.answers, args.questions)
     if args.command == "build-matcher":
         return build_matcher(args.out, args.check, out, err, args.json)
