@@ -5,7 +5,7 @@ import json
 import pytest
 
 from graph_engine.authoring.library import load_library_file
-from graph_engine.matching import shipped
+from graph_engine.matching import second, shipped
 from graph_engine.matching.decide import best_match
 from graph_engine.matching.words import normalise, trigger_hits
 from graph_engine.tools import cli, triggers
@@ -250,3 +250,30 @@ def test_the_labelled_set_figures_with_folds():
             assert figs[split][key]["false_activations"] <= false, (split, key)
     assert rep["required"]["met"]["taught"]
 
+
+def test_the_answers_file_is_read_as_docs_matching_md_says(tmp_path, capsys):
+    """Rows by the question's hash (other keys ignored; of two rows with one hash the last counts); a label read
+    as a reply is (letter case, quotes, a full stop, "label:" forgiven); a label that is none of the choices is
+    no answer, as is a question without a row."""
+    cases = [c for c in CASES if c.get("split") == "held_out"][:30]
+    asked = triggers.questions(PLANS, cases)
+    assert len(asked) >= 3 and all(q["prompt_sha256"] == second.prompt_key(q["system"], q["body"]) for q in asked)
+    path = tmp_path / "answers.json"
+
+    def figures(rows):
+        path.write_text(json.dumps({"about": "recorded by hand", "answers": rows}))
+        rep = report(PLANS, cases, folds=False, answers=triggers.load_answers(str(path)), targets=False)
+        return rep["figures"]["untaught_asked"], {k: a["unanswered"] for k, a in rep["asked"].items()}
+
+    plain = [{"prompt_sha256": q["prompt_sha256"], "label": "none", "message": q["message"]} for q in asked]
+    nothing, unanswered = figures(plain)
+    assert unanswered == {"with_domain": 0, "without_domain": 0}
+    first = asked[0]["prompt_sha256"]
+    spelled = [{"prompt_sha256": first, "label": "bugfix_workflow"}, {"prompt_sha256": first, "label": "Label: `NONE`."},
+               *plain[1:-1], {"prompt_sha256": plain[-1]["prompt_sha256"], "label": '"None"'}]
+    assert figures(spelled) == (nothing, unanswered)
+    assert sum(figures(plain[1:])[1].values()) >= 1  # a question without a row
+    assert sum(figures([dict(plain[0], label="no_such_plan"), *plain[1:]])[1].values()) >= 1
+    path.write_text(json.dumps({"answers": [{"prompt_sha256": 7, "label": "none"}]}))
+    assert cli.main(["triggers", "--answers", str(path)]) == 2
+    assert 'needs {"answers": [{"prompt_sha256": ..., "label": ...}, ...]}' in capsys.readouterr().err
