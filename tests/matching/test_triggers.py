@@ -277,3 +277,14 @@ def test_the_answers_file_is_read_as_docs_matching_md_says(tmp_path, capsys):
     path.write_text(json.dumps({"answers": [{"prompt_sha256": 7, "label": "none"}]}))
     assert cli.main(["triggers", "--answers", str(path)]) == 2
     assert 'needs {"answers": [{"prompt_sha256": ..., "label": ...}, ...]}' in capsys.readouterr().err
+
+
+def test_questions_as_json_lines_and_as_one_json_list(tmp_path, capsys):
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps([c for c in CASES if c.get("split") == "held_out"][:30]))
+    assert cli.main(["triggers", "--cases", str(path), "--questions"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert cli.main(["triggers", "--cases", str(path), "--questions", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert isinstance(listed, list) and listed == lines and len(listed) >= 3
+    assert all(set(q) == {"prompt_sha256", "message", "system", "body"} and q["message"] in q["body"] for q in listed)

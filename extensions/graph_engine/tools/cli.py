@@ -121,7 +121,7 @@ def triggers(library: str | None, cases: str | None, as_json: bool, out: TextIO,
     --folds: the tuning split scored by classes learned again without each fifth of it (a minute, not seconds).
     --answers FILE: recorded utility model answers (default for the bundled set: fixtures/utility_answers.json),
     for the untaught library as the host runs it; --questions: print the questions to record them for (JSON
-    lines: prompt_sha256, message, system, body)."""
+    lines: prompt_sha256, message, system, body; with --json one JSON list of them)."""
     from . import standin as a0
     from . import triggers as trig
     from .inputs import CliError, closest, json_file, load_library
@@ -152,9 +152,10 @@ def triggers(library: str | None, cases: str | None, as_json: bool, out: TextIO,
             raise CliError(f"{cases}: case {i} expects plan '{c['expect']}', which {path} does not hold (or "
                            f"disables: see graph-engine validate){closest(c['expect'], lib.plans)}")
     shipped_set = os.path.abspath(cases) == bundled and os.path.abspath(path) == str(a0.LIBRARY)
-    if questions:
-        for q in trig.questions(list(lib.plans.values()), golden):
-            out.write(json.dumps(q, ensure_ascii=False) + "\n")
+    if questions:  # JSON lines to answer one by one; --json: one JSON list
+        asked = trig.questions(list(lib.plans.values()), golden)
+        out.write(json.dumps(asked, indent=2, ensure_ascii=False) + "\n" if as_json else
+                  "".join(json.dumps(q, ensure_ascii=False) + "\n" for q in asked))
         return 0
     recorded = a0.ROOT / "fixtures" / "utility_answers.json"
     if answers is None and shipped_set and recorded.is_file():
@@ -486,7 +487,8 @@ def parser() -> argparse.ArgumentParser:
     tr.add_argument("--answers", metavar="FILE", help="recorded utility model answers (default for the bundled set: "
                                                       "fixtures/utility_answers.json)")
     tr.add_argument("--questions", action="store_true", help="print the questions the host would ask the utility "
-                                                             "model about the untaught set, to record answers")
+                                                             "model about the untaught set, to record answers (JSON "
+                                                             "lines; --json: one JSON list)")
     bm = sub.add_parser("build-matcher", help="learn matching/data/matcher.json from the bundled library and the "
                                               "labelled set (one thread: the same inputs give the same bytes)")
     bm.add_argument("--out", help="where to write it (default: the one the pack ships)")
