@@ -31,6 +31,12 @@ TARGETS = {
     # in full by their own text, so that any plan, taught or not, can start)
     "match_10000_per_calibration": 10000.0,  # ... against 10,000 (100 ms at 10 µs; paid once, for a new message)
     "dot_parse_200_nodes_per_calibration": 2000.0,  # (20 ms at 10 µs)
+    "cli_version_per_calibration": 10_000.0,  # `graph-engine --version`, a fresh process, in CPU time (0.1 s at
+    # 10 µs): nothing but the command line imported
+    "cli_help_per_calibration": 10_000.0,  # `graph-engine --help` (0.1 s at 10 µs)
+    "cli_explain_per_calibration": 50_000.0,  # `graph-engine triggers --explain MESSAGE` (0.5 s at 10 µs)
+    "cli_validate_per_calibration": 300_000.0,  # `graph-engine validate` of the shipped library with one plan
+    # added (3 s at 10 µs): every example of every plan routed
     "big_result_per_1mb": 1.25,  # a judged pass whose tool result is 100 MB, or nested 100,000 deep, <= 1.25x one
     # whose result is 1 MB
 }
@@ -62,6 +68,8 @@ def ratios(r: dict) -> dict[str, float]:
         "match_10000_per_calibration": large["match_max_ms"] * 1000 / large["calibration_us"],
         "dot_parse_200_nodes_per_calibration": r["dot_parse_200_nodes_cpu_ms"] * 1000 / calibration,
         "big_result_per_1mb": max(r["per_pass_us_by_result"].values()) / r["per_pass_us_by_result"]["1 MB"],
+        **{f"cli_{name}_per_calibration": r["cli"][f"{name}_cpu_ms"] * 1000 / r["cli"]["calibration_us"]
+           for name in ("version", "help", "explain", "validate")},
     }
     side = r["langgraph"]
     if side.get("installed"):
@@ -80,7 +88,8 @@ def rows(r: dict) -> list[Row]:
     def budget(key: str, what: str) -> tuple[str, bool]:
         return f"<= {TARGETS[key]:g}x {what} ({ratio[key]:.3g}x)", ratio[key] <= TARGETS[key]
 
-    return pass_table_rows(r, budget) + library_table_rows(r, budget)
+    return pass_table_rows(r, budget) + library_table_rows(r, budget)[:-1] + cli_table_rows(r, budget) + \
+        library_table_rows(r, budget)[-1:]  # the calibration row last
 
 
 def _us(v: float) -> str:
@@ -188,6 +197,21 @@ def library_table_rows(r: dict, budget: Callable[[str, str], tuple[str, bool]]) 
          "bounded (< 64 kB)", r["state_bytes_after_10000_passes"] < 64_000),
         ("calibration: a fixed pure-Python workload (the machine's speed)", us(r["calibration_us"]),
          "reported", None),
+    ]
+
+
+def cli_table_rows(r: dict, budget: Callable[[str, str], tuple[str, bool]]) -> list[Row]:
+    """The command line's rows (``cli_rows``): each command's CPU time in a fresh process."""
+    cli, what = r["cli"], "the calibration row beside it, in CPU time"
+    return [
+        ("graph-engine --version (fresh process, CPU time)", _ms(cli["version_cpu_ms"]),
+         *budget("cli_version_per_calibration", what)),
+        ("graph-engine --help (fresh process, CPU time)", _ms(cli["help_cpu_ms"]),
+         *budget("cli_help_per_calibration", what)),
+        ("graph-engine triggers --explain MESSAGE, shipped library (fresh process, CPU time)",
+         _ms(cli["explain_cpu_ms"]), *budget("cli_explain_per_calibration", what)),
+        ("graph-engine validate, the shipped library with one plan added (fresh process, CPU time)",
+         _ms(cli["validate_cpu_ms"]), *budget("cli_validate_per_calibration", what)),
     ]
 
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from graph_engine.authoring.library import load_library_file
-from graph_engine.matching import shipped
+from graph_engine.matching import second, shipped
 from graph_engine.matching.decide import best_match
 from graph_engine.matching.words import normalise, trigger_hits
 from graph_engine.tools import cli, triggers
@@ -156,19 +156,77 @@ def test_the_named_mentions_and_requests_of_the_issue():
 def test_triggers_command(capsys, monkeypatch):
     full = triggers.report
     # REPORT is the report of the same plans and cases (made at import): the command's own part is checked here
-    monkeypatch.setattr(triggers, "report", lambda plans, cases, folds=True, progress=None, answers=None: REPORT
-                        if cases == CASES and answers == ANSWERS and [p.version for p in plans] ==
-                        [p.version for p in PLANS] else full(plans, cases, folds, answers=answers))
-    code = cli.main(["triggers", "--quick"])
+    asked = []
+
+    def kept(plans, cases, folds=True, progress=None, answers=None, targets=True):
+        asked.append((folds, targets))
+        return REPORT if cases == CASES and answers == ANSWERS and [p.version for p in plans] == \
+            [p.version for p in PLANS] else full(plans, cases, folds, answers=answers, targets=targets)
+
+    monkeypatch.setattr(triggers, "report", kept)
+    code = cli.main(["triggers"])
     assert code == (0 if all(REPORT["required"]["met"][k] for k in REPORT["required"]["counted"]) else 1)
     assert REPORT["required"]["counted"] == ["taught", "untaught_asked"]
     out = capsys.readouterr().out
     assert "correct" in out and "expected -> chosen" in out and "no trigger phrase collides" in out
     assert "held_out" in out and "requests that start the right plan" in out
     assert "the library as it is" in out and "own text alone" in out and "recorded answers" in out
-    assert cli.main(["triggers", "--quick", "--json"]) == code
+    assert cli.main(["triggers", "--quick", "--json"]) == code  # --quick: the default, still accepted
     rep = json.loads(capsys.readouterr().out)
     assert rep["cases"] == len(CASES) and "bugfix_workflow" in rep["confusion"]
+    # the shipped set, judged by its targets; the five folds only when asked for
+    assert asked == [(False, True), (False, True)]
+    monkeypatch.setattr(triggers, "report", lambda *a, **kw: asked.append((kw["folds"], kw["targets"])) or REPORT)
+    cli.main(["triggers", "--folds"])
+    assert asked[-1] == (True, True)
+
+
+def write_cases(tmp_path, cases, name="cases.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(cases))
+    return str(path)
+
+
+USERS = [{"message": "fix the failing test in parser", "expect": "bugfix_workflow"},
+         {"message": "upgrade numpy to 2.1 and check nothing broke", "expect": "dependency_update", "domain": None},
+         {"message": "what's the weather like?", "expect": None}]
+
+
+def test_a_users_cases_are_reported_by_their_own_counts(tmp_path, capsys):
+    """A cases file of one's own: its splits and its counts, no target of the shipped set; exit 1 when one of its
+    messages does not start what it expects."""
+    assert cli.main(["triggers", "--cases", write_cases(tmp_path, USERS)]) == 0
+    out = capsys.readouterr().out
+    assert "3/3 correct" in out and "2 of 2" in out and "0 of 1" in out
+    assert "0 of 0" not in out and "at least" not in out and "held_out" not in out and "NOT met" not in out
+    wrong = USERS[:2] + [dict(USERS[2], message="fix the bug in /tmp/test.py")]  # a request labelled as none
+    assert cli.main(["triggers", "--cases", write_cases(tmp_path, wrong), "--json"]) == 1
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["targets"] is False and rep["required"] == {}
+    assert [w["message"] for w in rep["wrong"]] == ["fix the bug in /tmp/test.py"]
+    assert rep["figures"]["taught"]["all"]["with_domain"]["negatives"] == 1
+
+
+def test_a_null_domain_is_no_domain_and_an_empty_expect_asks_for_nothing(tmp_path, capsys):
+    plain = [dict(USERS[0]), {"message": USERS[1]["message"], "expect": USERS[1]["expect"]}, dict(USERS[2])]
+    spelled = [dict(USERS[0], domain=None), dict(USERS[1]), dict(USERS[2], expect="")]
+    reports = []
+    for i, cases in enumerate((plain, spelled)):
+        assert cli.main(["triggers", "--cases", write_cases(tmp_path, cases, f"{i}.json"), "--json"]) == 0
+        reports.append(json.loads(capsys.readouterr().out))
+    assert reports[0] == reports[1]
+    assert reports[0]["figures"]["taught"]["all"]["with_domain"]["requests"] == 2
+    assert load_cases(write_cases(tmp_path, spelled))[2]["expect"] is None
+
+
+def test_a_case_that_expects_a_plan_the_library_does_not_hold_is_refused(tmp_path, capsys):
+    path = write_cases(tmp_path, [{"message": "fix it", "expect": "bugfix_workflw"}])
+    assert cli.main(["triggers", "--cases", path]) == 2
+    said = capsys.readouterr().err
+    assert "case 0 expects plan 'bugfix_workflw'" in said and "did you mean 'bugfix_workflow'?" in said
+    path = write_cases(tmp_path, [{"message": "fix it", "expect": 7}])
+    assert cli.main(["triggers", "--cases", path]) == 2
+    assert "'expect' is a plan id or null" in capsys.readouterr().err
 
 
 def test_collisions_are_listed(tmp_path, capsys):
@@ -191,3 +249,42 @@ def test_the_labelled_set_figures_with_folds():
             assert figs[split][key]["recall"] >= recall, (split, key)
             assert figs[split][key]["false_activations"] <= false, (split, key)
     assert rep["required"]["met"]["taught"]
+
+
+def test_the_answers_file_is_read_as_docs_matching_md_says(tmp_path, capsys):
+    """Rows by the question's hash (other keys ignored; of two rows with one hash the last counts); a label read
+    as a reply is (letter case, quotes, a full stop, "label:" forgiven); a label that is none of the choices is
+    no answer, as is a question without a row."""
+    cases = [c for c in CASES if c.get("split") == "held_out"][:30]
+    asked = triggers.questions(PLANS, cases)
+    assert len(asked) >= 3 and all(q["prompt_sha256"] == second.prompt_key(q["system"], q["body"]) for q in asked)
+    path = tmp_path / "answers.json"
+
+    def figures(rows):
+        path.write_text(json.dumps({"about": "recorded by hand", "answers": rows}))
+        rep = report(PLANS, cases, folds=False, answers=triggers.load_answers(str(path)), targets=False)
+        return rep["figures"]["untaught_asked"], {k: a["unanswered"] for k, a in rep["asked"].items()}
+
+    plain = [{"prompt_sha256": q["prompt_sha256"], "label": "none", "message": q["message"]} for q in asked]
+    nothing, unanswered = figures(plain)
+    assert unanswered == {"with_domain": 0, "without_domain": 0}
+    first = asked[0]["prompt_sha256"]
+    spelled = [{"prompt_sha256": first, "label": "bugfix_workflow"}, {"prompt_sha256": first, "label": "Label: `NONE`."},
+               *plain[1:-1], {"prompt_sha256": plain[-1]["prompt_sha256"], "label": '"None"'}]
+    assert figures(spelled) == (nothing, unanswered)
+    assert sum(figures(plain[1:])[1].values()) >= 1  # a question without a row
+    assert sum(figures([dict(plain[0], label="no_such_plan"), *plain[1:]])[1].values()) >= 1
+    path.write_text(json.dumps({"answers": [{"prompt_sha256": 7, "label": "none"}]}))
+    assert cli.main(["triggers", "--answers", str(path)]) == 2
+    assert 'needs {"answers": [{"prompt_sha256": ..., "label": ...}, ...]}' in capsys.readouterr().err
+
+
+def test_questions_as_json_lines_and_as_one_json_list(tmp_path, capsys):
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps([c for c in CASES if c.get("split") == "held_out"][:30]))
+    assert cli.main(["triggers", "--cases", str(path), "--questions"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert cli.main(["triggers", "--cases", str(path), "--questions", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert isinstance(listed, list) and listed == lines and len(listed) >= 3
+    assert all(set(q) == {"prompt_sha256", "message", "system", "body"} and q["message"] in q["body"] for q in listed)

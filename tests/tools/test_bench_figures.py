@@ -41,6 +41,7 @@ def test_the_results_hold_every_figure_the_issue_names():
     assert {"first_match_ms", "first_match_cpu_ms", "reload_ms", "reload_cpu_ms", "match_ms", "match_max_ms",
             "settled_ms", "calibration_us", "json_parse_ms"} <= set(r["library_1000"])
     assert {"first_match_ms", "match_ms", "match_max_ms", "calibration_us"} <= set(r["library_10000"])
+    assert set(r["cli"]) == {"version_cpu_ms", "help_cpu_ms", "explain_cpu_ms", "validate_cpu_ms", "calibration_us"}
     assert {"graph_engine_us", "graph_engine_card_us", "langgraph_memory_us", "langgraph_sqlite_us", "version"} \
         <= set(r["langgraph"])
     bench = bench_module()

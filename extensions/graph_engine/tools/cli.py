@@ -8,22 +8,18 @@ malformed file, an unknown plan, node or status, a wrong option), said in one li
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
-import shutil
-import subprocess
 import sys
-from typing import Any, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Sequence, TextIO
 
 from .. import __version__
-from ..authoring.lint import Diagnostic, example_routing
-from ..authoring.schema import jsonschema_available
-from . import standin as a0
-from . import triggers as trig
-from .inputs import (FINDING, INPUT, CliError, answers_arg, expect_arg, json_arg, json_file, load_library, node_of, one_of,
-                     outcome_arg, outcomes_arg, pick_plan, read_text, run_log, transcript_arg)
 
+if TYPE_CHECKING:
+    from ..authoring.lint import Diagnostic
+
+# `--version`, `--help` and a wrong command line import nothing else: each verb imports what it uses when it runs
+INPUT, FINDING = 2, 1  # the exit codes of tools/inputs.py, which is not imported before a verb runs
 FORMATS = ("dot", "mermaid", "svg", "png")
 SLOWEST = 5  # validate names the plans that took longest to check
 
@@ -45,6 +41,10 @@ def _findings(paths: Sequence[str], err: TextIO | None = None) -> tuple[list[Dia
 def _per_file(paths: Sequence[str], err: TextIO | None = None) -> tuple[dict[str, list[Diagnostic]], int]:
     """Each readable file's findings, then one info line per plan with its worst-case turns, then the five
     plans that took longest to check (a large library's slow plans are named)."""
+    from ..authoring.lint import Diagnostic, example_routing
+    from . import triggers as trig
+    from .inputs import CliError, load_library
+
     per_file: dict[str, list[Diagnostic]] = {}
     unreadable = 0
     for path in paths:
@@ -77,6 +77,11 @@ def _per_file(paths: Sequence[str], err: TextIO | None = None) -> tuple[dict[str
 
 
 def validate(paths: Sequence[str], as_json: bool, out: TextIO, err: TextIO) -> int:
+    import io
+
+    from ..authoring.schema import jsonschema_available
+    from .inputs import CliError
+
     said = io.StringIO()
     per_file, unreadable = _per_file(paths, said)
     if unreadable == len(paths):  # nothing to report but the refusal: one line (one error object with --json)
@@ -106,25 +111,31 @@ def validate(paths: Sequence[str], as_json: bool, out: TextIO, err: TextIO) -> i
 
 
 def triggers(library: str | None, cases: str | None, as_json: bool, out: TextIO, err: TextIO,
-             explain: str | None = None, domain: str | None = None, quick: bool = False,
+             explain: str | None = None, domain: str | None = None, folds: bool = False,
              answers: str | None = None, questions: bool = False) -> int:
     """The labelled set of the library: --cases, else trigger_cases.json beside the library, else (for the
-    bundled library) fixtures/trigger_cases.json.  Without one, only colliding phrases are checked.
+    bundled library) fixtures/trigger_cases.json.  Without one, only colliding phrases are checked.  The shipped
+    set is judged by its targets (``triggers.REQUIRED``); any other set by its own cases (exit 1 when one of them
+    does not start what it expects).
     --explain MESSAGE: one message's scores per plan and why the winner won (--domain: the tracker's domain).
-    --quick: the tuning split scored by the shipped classes (no folds learned: seconds, not a minute).
+    --folds: the tuning split scored by classes learned again without each fifth of it (a minute, not seconds).
     --answers FILE: recorded utility model answers (default for the bundled set: fixtures/utility_answers.json),
     for the untaught library as the host runs it; --questions: print the questions to record them for (JSON
-    lines: prompt_sha256, message, system, body)."""
+    lines: prompt_sha256, message, system, body; with --json one JSON list of them)."""
+    from . import standin as a0
+    from . import triggers as trig
+    from .inputs import CliError, closest, json_file, load_library
+
     path = library or str(a0.LIBRARY)
     lib = load_library(path)
     if explain is not None:
         ex = trig.explain(list(lib.plans.values()), explain, domain)
         out.write((json.dumps(ex, indent=2) if as_json else trig.format_explain(ex)) + "\n")
         return 0
+    bundled = str(a0.ROOT / "fixtures" / "trigger_cases.json")
     if cases is None:
         beside = os.path.join(os.path.dirname(os.path.abspath(path)), "trigger_cases.json")
-        bundled = a0.ROOT / "fixtures" / "trigger_cases.json"
-        cases = beside if os.path.isfile(beside) else (str(bundled) if library is None else None)
+        cases = beside if os.path.isfile(beside) else (bundled if library is None else None)
     if cases is None:
         err.write(f"graph-engine triggers: {path} has no golden set (write trigger_cases.json beside it, or pass "
                   "--cases FILE); checking only that no phrase collides across plans\n")
@@ -136,13 +147,18 @@ def triggers(library: str | None, cases: str | None, as_json: bool, out: TextIO,
         golden = trig.load_cases(cases)
     except (ValueError, KeyError, TypeError) as exc:
         raise CliError(f"{cases}: {exc}") from None
-    if questions:
-        for q in trig.questions(list(lib.plans.values()), golden):
-            out.write(json.dumps(q, ensure_ascii=False) + "\n")
+    for i, c in enumerate(golden):
+        if c["expect"] is not None and c["expect"] not in lib.plans:
+            raise CliError(f"{cases}: case {i} expects plan '{c['expect']}', which {path} does not hold (or "
+                           f"disables: see graph-engine validate){closest(c['expect'], lib.plans)}")
+    shipped_set = os.path.abspath(cases) == bundled and os.path.abspath(path) == str(a0.LIBRARY)
+    if questions:  # JSON lines to answer one by one; --json: one JSON list
+        asked = trig.questions(list(lib.plans.values()), golden)
+        out.write(json.dumps(asked, indent=2, ensure_ascii=False) + "\n" if as_json else
+                  "".join(json.dumps(q, ensure_ascii=False) + "\n" for q in asked))
         return 0
     recorded = a0.ROOT / "fixtures" / "utility_answers.json"
-    if answers is None and library is None and os.path.abspath(cases) == str(a0.ROOT / "fixtures" / "trigger_cases.json") \
-            and recorded.is_file():
+    if answers is None and shipped_set and recorded.is_file():
         answers = str(recorded)
     answered = None
     if answers is not None:
@@ -152,11 +168,13 @@ def triggers(library: str | None, cases: str | None, as_json: bool, out: TextIO,
         except (ValueError, KeyError, TypeError) as exc:
             raise CliError(str(exc)) from None
     try:
-        rep = trig.report(list(lib.plans.values()), golden, folds=not quick, answers=answered,
+        rep = trig.report(list(lib.plans.values()), golden, folds=folds, answers=answered, targets=shipped_set,
                           progress=lambda line: (err.write(f"graph-engine triggers: {line}\n"), err.flush()))
     except RuntimeError as exc:
         raise CliError(str(exc)) from None
     out.write((json.dumps(rep, indent=2) if as_json else trig.format_report(rep)) + "\n")
+    if not shipped_set:
+        return FINDING if rep["wrong"] else 0
     return 0 if all(rep["required"]["met"][k] for k in rep["required"]["counted"]) else FINDING
 
 
@@ -164,6 +182,7 @@ def build_matcher(path: str | None, check: bool, out: TextIO, err: TextIO, as_js
     """Learn the shipped matcher file again (``tools/matcher_build``), or with ``check`` only compare the hash of
     its inputs with the one it records (exit 1 when they differ: the file is stale)."""
     from . import matcher_build
+    from .inputs import CliError
     paths = matcher_build.default_paths()
     if path:
         paths["out"] = path
@@ -194,6 +213,7 @@ def build_matcher(path: str | None, check: bool, out: TextIO, err: TextIO, as_js
 def prompts_cmd(path: str, plan_id: str | None, out: TextIO, as_json: bool = False) -> int:
     """Every text a plan (or every plan of a library) can show the model, as the golden files hold them;
     ``as_json``: ``{"plans": {id: [{"title", "text"}]}}``."""
+    from .inputs import pick_plan
     from .prompts import document, sections
 
     plans = _loaded_plans(path) if plan_id is None else [pick_plan(path, plan_id).plan]
@@ -208,6 +228,8 @@ def prompts_cmd(path: str, plan_id: str | None, out: TextIO, as_json: bool = Fal
 
 def _loaded_plans(path: str) -> list:
     """The plans of a library that load; none is an input that cannot be used (it is said, not printed empty)."""
+    from .inputs import CliError, load_library
+
     lib = load_library(path)
     if not lib.plans:
         errors = [d for d in lib.diagnostics if d.severity == "error"]
@@ -218,6 +240,7 @@ def _loaded_plans(path: str) -> list:
 
 def explain_run(path: str, library: str, as_json: bool, out: TextIO) -> int:
     from .explain import explain, format_steps
+    from .inputs import load_library, run_log
 
     events, facts = run_log(path)
     lib = load_library(library)
@@ -241,6 +264,7 @@ def inspect_dot(path: str, as_json: bool, out: TextIO) -> int:
     stylesheet applied), values typed, and the same findings as ``validate`` (timings left out)."""
     from ..authoring.dot import DotSyntaxError, jsonable, parse
     from ..authoring.dot_spec import handler_type, node_type, stylesheet_rules, styled, view
+    from .inputs import CliError, read_text
 
     text = read_text(path, "DOT plan")
     if not path.endswith(".dot"):
@@ -288,6 +312,7 @@ def export_plan(path: str, plan_id: str | None, fmt: str, trace: str | None, out
     "text"}`` (or ``"output"`` and ``"bytes"`` for a picture written to a file)."""
     from ..authoring.dot_plan import to_dot
     from ..authoring.render_graph import mermaid, picture, trace_counts
+    from .inputs import CliError, pick_plan, run_log
 
     source = pick_plan(path, plan_id)
     if "graph" not in source.raw:
@@ -322,6 +347,11 @@ def export_plan(path: str, plan_id: str | None, fmt: str, trace: str | None, out
 
 
 def _graphviz(text: str, fmt: str, output: str | None, quiet: bool = False) -> bytes:
+    import shutil
+    import subprocess
+
+    from .inputs import CliError
+
     binary = shutil.which("dot")
     if binary is None:
         raise CliError(f"--format {fmt} needs Graphviz's 'dot' program, which is not installed (Debian: apt-get "
@@ -339,6 +369,8 @@ def _graphviz(text: str, fmt: str, output: str | None, quiet: bool = False) -> b
 
 
 def _write(path: str, data: bytes) -> None:
+    from .inputs import CliError
+
     try:
         with open(path, "wb") as fh:
             fh.write(data)
@@ -353,6 +385,7 @@ def select_cmd(path: str, plan_id: str | None, node: str, outcome: str, context:
                out: TextIO) -> int:
     """The edge the engine would take: ``{"target": id or null, "why": [...]}`` (and ``stay``, ``condition``).
     A null target is an answer (the run would stall or end there), not an error: exit 0."""
+    from .inputs import CliError, json_arg, node_of, outcome_arg, pick_plan
     from .simulate import select
 
     source = pick_plan(path, plan_id)
@@ -376,6 +409,7 @@ def select_cmd(path: str, plan_id: str | None, node: str, outcome: str, context:
 
 
 def simulate_cmd(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .inputs import answers_arg, expect_arg, outcomes_arg, pick_plan, transcript_arg
     from .simulate import diverges, run_outcomes, run_transcript
 
     source = pick_plan(args.file, args.plan, allow_invalid=args.allow_invalid)
@@ -447,29 +481,32 @@ def parser() -> argparse.ArgumentParser:
     tr.add_argument("--json", action="store_true")
     tr.add_argument("--explain", metavar="MESSAGE", help="one message: the scores per plan and why the winner won")
     tr.add_argument("--domain", help="with --explain: the belief-state domain (default: none)")
-    tr.add_argument("--quick", action="store_true", help="score the tuning cases with the shipped classes (no folds)")
+    tr.add_argument("--folds", action="store_true", help="score the tuning cases by classes learned again without "
+                                                         "each fifth of them (five folds: a minute, not seconds)")
+    tr.add_argument("--quick", action="store_true", help=argparse.SUPPRESS)  # the default now; still accepted
     tr.add_argument("--answers", metavar="FILE", help="recorded utility model answers (default for the bundled set: "
                                                       "fixtures/utility_answers.json)")
     tr.add_argument("--questions", action="store_true", help="print the questions the host would ask the utility "
-                                                             "model about the untaught set, to record answers")
+                                                             "model about the untaught set, to record answers (JSON "
+                                                             "lines; --json: one JSON list)")
     bm = sub.add_parser("build-matcher", help="learn matching/data/matcher.json from the bundled library and the "
                                               "labelled set (one thread: the same inputs give the same bytes)")
     bm.add_argument("--out", help="where to write it (default: the one the pack ships)")
     bm.add_argument("--check", action="store_true", help="only say whether the shipped file matches its inputs")
     bm.add_argument("--json", action="store_true", help='print {"file", "sha256"} ({"file", "stale"} with --check)')
     pro = sub.add_parser("prompts", help="every text a plan can show the model: steps, failures, notices")
-    pro.add_argument("file", nargs="?", default=str(a0.LIBRARY), metavar="FILE", help="a library (default: bundled)")
+    pro.add_argument("file", nargs="?", metavar="FILE", help="a library (default: the bundled one)")
     pro.add_argument("--plan", help="one plan (default: every plan of the library)")
     pro.add_argument("--json", action="store_true", help='print {"plans": {id: [{"title", "text"}]}}')
     ex = sub.add_parser("explain", help="why each edge of a run was taken (audit log .jsonl or saved state .json)")
     ex.add_argument("run", metavar="RUN_OR_STATE")
-    ex.add_argument("--library", default=str(a0.LIBRARY))
+    ex.add_argument("--library", help="the library the run's plan is read from (default: the bundled one)")
     ex.add_argument("--json", action="store_true")
     ins = sub.add_parser("inspect", help="the parsed DOT graph: typed attributes, handler types, findings")
     ins.add_argument("file", metavar="FILE.dot")
     ins.add_argument("--json", action="store_true")
     exp = sub.add_parser("export", help="a plan as DOT (re-imports to the same plan) or mermaid")
-    exp.add_argument("--library", default=str(a0.LIBRARY))
+    exp.add_argument("--library", help="a library (default: the bundled one)")
     exp.add_argument("--plan", help="the plan (needed when the library holds more than one)")
     exp.add_argument("--format", default="dot", help="dot or mermaid")
     exp.add_argument("--json", action="store_true", help='print {"plan", "format", "text"}')
@@ -504,25 +541,33 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def bundled_library() -> str:
+    """The library the pack ships (the default of --library and of prompts' FILE)."""
+    from .standin import LIBRARY
+    return str(LIBRARY)
+
+
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .inputs import one_of
+
     if args.command == "demo":
         from .demo import demo
         return demo(out, args.out, args.json)
     if args.command == "validate":
         return validate(args.paths, args.json, out, err)
     if args.command == "triggers":
-        return triggers(args.library, args.cases, args.json, out, err, args.explain, args.domain, args.quick,
+        return triggers(args.library, args.cases, args.json, out, err, args.explain, args.domain, args.folds,
                         args.answers, args.questions)
     if args.command == "build-matcher":
         return build_matcher(args.out, args.check, out, err, args.json)
     if args.command == "prompts":
-        return prompts_cmd(args.file, args.plan, out, args.json)
+        return prompts_cmd(args.file or bundled_library(), args.plan, out, args.json)
     if args.command == "explain":
-        return explain_run(args.run, args.library, args.json, out)
+        return explain_run(args.run, args.library or bundled_library(), args.json, out)
     if args.command == "inspect":
         return inspect_dot(args.file, args.json, out)
     if args.command == "export":
-        return export_plan(args.library, args.plan, one_of(args.format, ("dot", "mermaid"), "--format"), None, out,
+        return export_plan(args.library or bundled_library(), args.plan, one_of(args.format, ("dot", "mermaid"), "--format"), None, out,
                            as_json=args.json)
     if args.command == "render":
         return export_plan(args.file, args.plan, one_of(args.format, FORMATS, "--format"), args.trace, out,
@@ -542,6 +587,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         verb = next((a for a in argv if a in VERBS), "")
         return _refuse(verb, str(exc), INPUT, as_json)
+    from .inputs import CliError  # a verb runs: what it reads is checked by tools/inputs.py
+
     try:
         return run(args, sys.stdout, sys.stderr)
     except CliError as exc:

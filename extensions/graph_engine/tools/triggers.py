@@ -64,13 +64,21 @@ class CaseResult:
 
 
 def load_cases(path: str) -> list[dict[str, Any]]:
+    """The labelled messages of a file (a list, or ``{"cases": [...]}``), each as ``run_cases`` reads it: an
+    ``expect`` of "" is null (the message asks for nothing), a ``domain`` of null is none ("")."""
     with open(path, encoding="utf-8") as fh:
         data = json.load(fh)
     cases = data["cases"] if isinstance(data, dict) else data
+    if not isinstance(cases, list):
+        raise ValueError(f"{path}: needs a list of cases, or {{\"cases\": [...]}}")
+    out = []
     for i, c in enumerate(cases):
         if not isinstance(c, dict) or not isinstance(c.get("message"), str) or "expect" not in c:
             raise ValueError(f"{path}: case {i} needs 'message' (text) and 'expect' (plan id or null)")
-    return cases
+        if not isinstance(c["expect"], (str, type(None))) or not isinstance(c.get("domain"), (str, type(None))):
+            raise ValueError(f"{path}: case {i}: 'expect' is a plan id or null, 'domain' a domain name or null")
+        out.append(dict(c, expect=c["expect"] or None, domain=c.get("domain") or ""))
+    return out
 
 
 def split_of(case: dict[str, Any]) -> str:
@@ -125,7 +133,7 @@ def run_cases(plans: Sequence[Plan], cases: Sequence[dict[str, Any]], with_domai
     a message the host would ask about takes the answer to the question it would send."""
     out = []
     for c in cases:
-        domain = c.get("domain", "") if with_domain else ""
+        domain = (c.get("domain") or "") if with_domain else ""
         use = folds[fold_of(c["message"])] if folds and split_of(c) == "tune" else index
         plans_used = list(use.plans.values()) if folds and split_of(c) == "tune" else plans
         m = best_match(plans_used, c["message"], domain, None, use, leave_out=c["message"].lower())
@@ -134,7 +142,7 @@ def run_cases(plans: Sequence[Plan], cases: Sequence[dict[str, Any]], with_domai
             asked, label = _asked(plans_used, use, c["message"], domain, m, answers)
             if label is not None:
                 got, answered = (None if label == second.NONE else label), True
-        out.append(CaseResult(c["message"], domain, c["expect"], got, m.hits if m else (),
+        out.append(CaseResult(c["message"], domain, c["expect"] or None, got, m.hits if m else (),
                               "utility model" if answered else m.stage if m else "", asked, answered))
     return out
 
@@ -187,7 +195,7 @@ def questions(plans: Sequence[Plan], cases: Sequence[dict[str, Any]]) -> list[di
     seen: dict[str, dict[str, str]] = {}
     for with_domain in (True, False):
         for c in cases:
-            domain = c.get("domain", "") if with_domain else ""
+            domain = (c.get("domain") or "") if with_domain else ""
             m = best_match(kind_plans, c["message"], domain, None, index, leave_out=c["message"].lower())
             why, _, system, body = _question(kind_plans, index, c["message"], domain, m)
             if why:
@@ -247,21 +255,24 @@ _REPORTS: dict[tuple, dict[str, Any]] = {}  # the last reports, by the plans' ve
 
 
 def report(plans: Sequence[Plan], cases: Sequence[dict[str, Any]], folds: bool = True,
-           progress: Callable[[str], None] = lambda _: None, answers: dict[str, str] | None = None) -> dict[str, Any]:
+           progress: Callable[[str], None] = lambda _: None, answers: dict[str, str] | None = None,
+           targets: bool = True) -> dict[str, Any]:
     """The labelled set's figures for this library (kept per content for the process: a second report of the same
     plans and cases, by `validate` then `triggers` or by two tests, is not computed again); ``answers``:
-    recorded utility model answers (``load_answers``), for the untaught library as the host runs it."""
+    recorded utility model answers (``load_answers``), for the untaught library as the host runs it;
+    ``targets``: the figures are judged by ``REQUIRED`` (the shipped set's targets; a user's set is reported by
+    its own counts: its cases that do not start what they expect)."""
     key = (tuple((p.id, p.version) for p in plans), json.dumps(list(cases), sort_keys=True, default=str), folds,
-           json.dumps(answers, sort_keys=True))
+           json.dumps(answers, sort_keys=True), targets)
     if key not in _REPORTS:
         if len(_REPORTS) >= 4:
             _REPORTS.pop(next(iter(_REPORTS)))
-        _REPORTS[key] = _report(plans, cases, folds, progress, answers)
+        _REPORTS[key] = _report(plans, cases, folds, progress, answers, targets)
     return copy.deepcopy(_REPORTS[key])
 
 
 def _report(plans: Sequence[Plan], cases: Sequence[dict[str, Any]], folds: bool,
-            progress: Callable[[str], None], answers: dict[str, str] | None) -> dict[str, Any]:
+            progress: Callable[[str], None], answers: dict[str, str] | None, targets: bool) -> dict[str, Any]:
     enc = vectors.encoder()
     off = vectors.unavailable() or (shipped.load(enc.np)[1] if enc is not None else "")
     figs: dict[str, Any] = {}
@@ -289,9 +300,10 @@ def _report(plans: Sequence[Plan], cases: Sequence[dict[str, Any]], folds: bool,
     return {
         "matching": off or "by trigger phrases, then by meaning (wordllama)",
         "folds": folds,
+        "targets": targets,
         "figures": figs,
         "required": {"kinds": REQUIRED, "met": {kind: met(figs[kind]["all"], kind) for kind in figs} if cases else
-                     {}, "counted": counted(figs)},
+                     {}, "counted": counted(figs)} if targets else {},
         "cases": len(with_d),
         "correct": correct,
         "accuracy": round(correct / len(with_d), 4) if with_d else 0.0,
@@ -306,22 +318,25 @@ def _report(plans: Sequence[Plan], cases: Sequence[dict[str, Any]], folds: bool,
 
 def format_report(rep: dict[str, Any]) -> str:
     lines = [f"matching: {rep['matching']}"]
-    if not rep["folds"]:
-        lines.append("(tuning split scored by the shipped classes, which learned from it: see held_out and fresh)")
+    if not rep["folds"] and rep["targets"]:
+        lines.append("(tuning split scored by the shipped classes, which learned from it: see held_out and fresh, "
+                     "or --folds)")
     for kind, title in TITLES.items():
         if kind not in rep["figures"]:
             continue
-        need = rep["required"]["kinds"][kind]
-        verdict = "met" if rep["required"]["met"][kind] else "NOT met"
-        lines += ["", f"{title}: at least {need['recall']:.0%} of requests, at most {need['false']:.0%} false "
-                      f"activations: {verdict}{'' if kind in rep['required']['counted'] else ' (reported)'}",
+        if rep["targets"]:
+            need = rep["required"]["kinds"][kind]
+            verdict = "met" if rep["required"]["met"][kind] else "NOT met"
+            title += (f": at least {need['recall']:.0%} of requests, at most {need['false']:.0%} false activations: "
+                      f"{verdict}{'' if kind in rep['required']['counted'] else ' (reported)'}")
+        lines += ["", title,
                   f"{'':<10}{'':<16}{'requests that start the right plan':<38}messages that start a plan they should not"]
-        for split in SPLITS:
+        held = [split for split in SPLITS[:-1] if _held(rep["figures"][kind][split]["with_domain"])]
+        for split in (held if len(held) > 1 else []) + ["all"]:  # the splits the set uses (one: "all" alone)
             for key, label in (("with_domain", "with domain"), ("without_domain", "without")):
                 f = rep["figures"][kind][split][key]
-                lines.append(f"{split if key == 'with_domain' else '':<10}{label:<16}"
-                             f"{f['right']:>4} of {f['requests']:<4} ({f['recall']:.1%}){'':<17}"
-                             f"{f['false_activations']:>3} of {f['negatives']} ({f['false_rate']:.1%})")
+                lines.append(f"{split if key == 'with_domain' else '':<10}{label:<16}{_share(f, 'right', 'requests', 'recall'):<38}"
+                             f"{_share(f, 'false_activations', 'negatives', 'false_rate')}")
         if kind == "untaught_asked":
             lines += [f"  asked about {a['asked']} message(s) {key.replace('_', ' ')}, {a['unanswered']} with no "
                       "recorded answer (the local decision stands)" for key, a in rep["asked"].items()]
@@ -340,6 +355,15 @@ def format_report(rep: dict[str, Any]) -> str:
     lines += [f"  {c['plan']}: '{c['trigger']}'  <->  {c['other_plan']}: '{c['other_trigger']}'"
               for c in rep["collisions"]]
     return "\n".join(lines)
+
+
+def _held(f: dict[str, Any]) -> bool:
+    return bool(f["requests"] or f["negatives"])
+
+
+def _share(f: dict[str, Any], part: str, whole: str, rate: str) -> str:
+    """"12 of 40 (30.0%)", or "none" when there is nothing to count."""
+    return f"{f[part]:>4} of {f[whole]:<4} ({f[rate]:.1%})" if f[whole] else f"{'none':>4}"
 
 
 # ── one message, explained ──────────────────────────────────────────────────
