@@ -593,3 +593,28 @@ def test_a_branch_whose_model_never_answers_fails_at_the_parallel_nodes_timeout(
     assert any("Branch 'Type check' of workflow 'Release Checks': no answer within 0.5 s" in t
                for t in s.log.texts("warning"))
     assert "Current step: Report" in record.prompt_extras["htn_active_plan"]
+
+
+def test_stop_counts_the_branch_steps_that_passed_and_the_completion_counts_the_branches_turns(monkeypatch,
+                                                                                              tmp_path):
+    from graph_engine.tools.standin import UserMessage
+
+    def person_says_stop(agent, prompt):
+        agent.intervention = UserMessage(message="stop the workflow")
+        return Reply(warning="looking")  # no command: nothing of this branch is judged
+
+    model = BranchModel({"lint": [status(0), Reply(final="lint: clean")], "tests": [person_says_stop],
+                         "types": [status(0), Reply(final="x")]}, delay={"lint": 0.0, "tests": 0.2, "types": 0.4})
+    s = at_fork(monkeypatch, tmp_path, model=model)
+    s.run_pass(Reply(warning="x"))
+    record = s.run_pass(Reply(final="Stopped."))
+    shown = record.prompt_extras["htn_active_plan"]
+    assert "(2 of 5 steps done)" in shown, shown  # Prepare, and the step of the branch that had finished
+    done = BranchModel(branch_replies(), delay=0.0)
+    (tmp_path / "again").mkdir()
+    s2 = at_fork(monkeypatch, tmp_path / "again", model=done)
+    s2.run_pass(Reply(warning="x"))
+    s2.run_pass(cmd("summarise", "all clean"))
+    s2.run_pass(Reply(final="All clean."))
+    said = [t for t in s2.log.texts() if "completed at" in t]
+    assert said and said[-1].endswith("5 of 5 steps done in 3 turns (and 6 turns of its branches' agents)"), said

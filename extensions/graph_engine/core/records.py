@@ -77,6 +77,7 @@ class RunState(TypedDict, total=False):
     held: bool  # PACE emergency: the model is told to stop and report
     branch: dict[str, str]  # a branch's own run: {parent (run id), id (first node; "first#n" over a list), fork, fan_in[, item]}
     fork: dict[str, Any] | None  # branches running at once: Fork.to_json()
+    branch_turns: int  # the turns its branches' own agents took (``turn`` counts the run's own)
     picture: str  # where the host drew the ended run's picture
     reply_seen: list[Any]  # [pass key, the newest reply's mark then (or null), the call that pass judges]
     pressed: dict[str, str]  # the answer to the last control pressed in the web UI: {id, control, status, text}

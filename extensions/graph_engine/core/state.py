@@ -251,6 +251,7 @@ SHAPES: dict[str, Shape] = {
     "escalation": ("a dict of node, reason, pace_level and turn, or null",
                    lambda v: v is None or _keys_of(ESCALATION_KEYS)(v)),
     "audit_seq": INT,
+    "branch_turns": INT,
     # added within schema 2: optional
     "context": ("a dict of names and JSON values", lambda v: isinstance(v, dict) and all(_scalar(x)
                                                                                        for x in v.values())),
@@ -293,7 +294,8 @@ SHAPES: dict[str, Shape] = {
         and isinstance(v["at"], (int, float)) and not isinstance(v["at"], bool))),
 }
 SCHEMA_2_ONLY = ("run_id", "status", "notice", "notice_turn", "checkpoint", "escalation", "audit_seq")
-OPTIONAL = ("context", "outcome", "provisional", "parallel", "gate_jumps", "held", "picture", "reply_seen", "pressed",
+OPTIONAL = ("branch_turns", "context", "outcome", "provisional", "parallel", "gate_jumps", "held", "picture",
+            "reply_seen", "pressed",
             "source", "paused", "steps_skipped", "attempts_restored", "gate", "branch", "fork")
 STATUSES = RUN_STATUSES
 MAX_CONTEXT_KEYS = 32

@@ -20,7 +20,7 @@ from .state import emit, problem_with_values, push_path
 from .routing import reachable, select_edge
 from .run import Effects, Observation, Offer, Run, _alive, _finish, _listing, _plan_by_id
 from .fork import stop_branches
-from .traversal import _follow, _settle, _stall
+from .traversal import _follow, _settle, _stall, absorb_finished
 from .evidence import _linear_advance
 from .gates import match_answer, take_option
 from .new_message import _activate, _asked_for
@@ -81,6 +81,7 @@ def _said(run: Run, ctl: control.Control, **fields: Any) -> None:
 
 
 def _stop(run: Run, ctl: control.Control) -> bool:
+    absorb_finished(run)  # the branch steps that passed count in the summary
     stopped = stop_branches(run.state)
     _said(run, ctl, **({"branches": stopped} if stopped else {}))
     run.state["status"] = "stopped"

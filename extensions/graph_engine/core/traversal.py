@@ -426,6 +426,7 @@ def _join(run: Run, fork: Fork) -> None:
     passed = fan_in_passes(fan_in, outcomes)
     for b in fork.branches:
         _absorb(run, b.get("state"))
+    count_branch_turns(s, fork.branches)
     if fan_in.reduce:
         _update_context(run, reduced(fan_in, [(b["id"], (b.get("state") or {}).get("context") or {})
                                               for b in fork.branches]), f"the fan-in '{fan_in.name}'")
@@ -448,6 +449,21 @@ def _join(run: Run, fork: Fork) -> None:
         run.fx.context = note + "\n\n" + (run.fx.context or "")
     else:  # shown above the next step until the first call after the join has seen it
         run.fx.notice = note if not run.fx.notice else run.fx.notice + "\n\n" + note
+
+
+def count_branch_turns(s: dict[str, Any], branches: list[Branch]) -> None:
+    """The turns the branches' own agents took, counted in the parent's ``branch_turns`` (its own are ``turn``)."""
+    s["branch_turns"] = s.get("branch_turns", 0) + sum(
+        (b.get("state") or {}).get("turn", 0) for b in branches if isinstance(b.get("state"), dict))
+
+
+def absorb_finished(run: Run) -> None:
+    """The person stopped the run while branches ran: the steps the branches completed count in its summary."""
+    fork = Fork.from_json(run.state.get("fork"))
+    for b in fork.branches if fork else ():
+        _absorb(run, b.get("state"))
+    if fork:
+        count_branch_turns(run.state, fork.branches)
 
 
 def _absorb(run: Run, sub: Any) -> None:
@@ -502,8 +518,10 @@ def _goal_gates_hold(run: Run, exit_node: Node) -> bool:
 def _complete(run: Run, node: Node) -> None:
     s = run.state
     emit(s, "plan_completed", node=node.id, completed=s["completed_nodes"], path_len=s["path_len"])
+    theirs = s.get("branch_turns", 0)
     run.fx.log("info", f"[HTN] Workflow '{run.plan.name}' completed at '{node.name}': "
-                       f"{run.fx.texts.progress(s)} in {run.fx.texts.plural(s['turn'], 'turn')}")
+                       f"{run.fx.texts.progress(s)} in {run.fx.texts.plural(s['turn'], 'turn')}"
+                       + (f" (and {run.fx.texts.plural(theirs, 'turn')} of its branches' agents)" if theirs else ""))
     s["status"] = "completed"
     run.fx.report = {"reason": f"completed at {node.name}", "state": s, "status_state": "complete", "on": "completion"}
     _finish(run, "completed", run.fx.texts.completed_notice(s, node.name))
