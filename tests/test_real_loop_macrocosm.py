@@ -260,12 +260,18 @@ def wall_time(tree: A0Copy, parallel: bool) -> float:
 def test_wall_time_of_three_branches_parallel_against_sequential(a0_tree):
     """Parallel: each branch's agent makes its three steps' calls and its answer, the three at once; sequential: the
     chat's own agent makes the nine calls one after another.  The figures go to build/macrocosm_wall_time.json."""
+    import os
     needs_subordinates(a0_tree)
+    load_before = os.getloadavg()[0]
     sequential = wall_time(a0_tree, parallel=False)
     parallel = wall_time(a0_tree, parallel=True)
+    load_after = os.getloadavg()[0]
     out = Path(__file__).resolve().parent.parent / "build" / "macrocosm_wall_time.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({"tree": a0_tree.source.name, "model_seconds_per_call": 1.0,
-                               "sequential_s": round(sequential, 2), "parallel_s": round(parallel, 2)}, indent=1))
-    print(f"three branches, 1 s per model call: sequential {sequential:.1f} s, parallel {parallel:.1f} s")
+                               "sequential_s": round(sequential, 2), "parallel_s": round(parallel, 2),
+                               "speed_up": round(sequential / parallel, 2), "cpus": os.cpu_count(),
+                               "load_1min": [round(load_before, 2), round(load_after, 2)]}, indent=1))
+    print(f"three branches, 1 s per model call: sequential {sequential:.1f} s, parallel {parallel:.1f} s, load "
+          f"{load_before:.1f} to {load_after:.1f} on {os.cpu_count()} CPUs")
     assert parallel < sequential
