@@ -275,3 +275,43 @@ def test_wall_time_of_three_branches_parallel_against_sequential(a0_tree):
     print(f"three branches, 1 s per model call: sequential {sequential:.1f} s, parallel {parallel:.1f} s, load "
           f"{load_before:.1f} to {load_after:.1f} on {os.cpu_count()} CPUs")
     assert parallel < sequential
+
+
+def test_each_branch_agent_has_its_profile_and_model_preset_and_an_unknown_profile_fails_its_branch(a0_tree):
+    """v1.7: 'lint' runs in a researcher, 'types' in a developer calling the model of a preset of the tree's own
+    (usr/plugins/_model_config/presets.yaml), 'tests' names a profile Agent-Zero lacks: it fails at its start with
+    the reason, and the 'any' fan-in goes on."""
+    needs_subordinates(a0_tree)
+    p = project(a0_tree)
+    env = library(a0_tree, p, policy="any")
+    path = Path(env["GRAPH_ENGINE_LIBRARY"])
+    lib = json.loads(path.read_text())
+    nodes = lib["plans"]["release_checks"]["graph"]["nodes"]
+    nodes["lint"]["profile"] = "researcher"
+    nodes["types"].update(profile="developer", llm_model="Branch preset")
+    nodes["tests"]["profile"] = "nosuch"
+    path.write_text(json.dumps(lib))
+    presets = a0_tree.root / "usr" / "plugins" / "_model_config" / "presets.yaml"
+    presets.parent.mkdir(parents=True, exist_ok=True)
+    presets.write_text('- name: "Branch preset"\n  chat:\n    provider: "openai"\n    name: "branch-test-model"\n'
+                       '    api_key: "none"\n  utility:\n    provider: "openai"\n    name: "branch-test-model"\n')
+    script = branch_script(p)
+    run = a0_tree.run([WARM_UP, ASK.format(p=p)],
+                      parent_start(p) + [terminal('echo "release checks: done"', "Summary"), respond("Done.")],
+                      branch_replies={b: script[b] for b in ("lint", "types")}, env=env)
+    by_branch = branch_calls(run)
+    assert set(by_branch) == {"lint", "types"}
+    system = {b: cs[0]["messages"][0]["content"] for b, cs in by_branch.items()}
+    assert "Agent Zero 'Deep Research'" in system["lint"] and "Master Developer" not in system["lint"]
+    assert "Agent Zero 'Master Developer'" in system["types"]
+    parent = [c for c in calls_of(run) if not c["branch"]]
+    assert not any("Deep Research" in c["messages"][0]["content"] for c in parent)
+    assert {c["model"] for c in by_branch["types"]} == {"openai/branch-test-model"}
+    assert "branch-test-model" not in {c["model"] for c in by_branch["lint"] + parent}
+    events = audit(a0_tree, run.chat_id)
+    outcome = joined(events)["outcomes"]
+    assert outcome == {"lint": "success", "types": "success", "tests": "fail"}
+    reason = next(e for e in events if e.get("type") == "branch_returned" and e.get("branch") == "tests")["reason"]
+    assert reason.startswith("'nosuch' is no agent profile of this Agent-Zero (its profiles: ") and \
+        "researcher" in reason
+    assert types(events)[-1] == "plan_completed"

@@ -179,8 +179,11 @@ def test_stylesheet_and_fidelity_are_validated_and_kept(tmp_path):
     rules = sorted(d["rule"] for d in findings(bad, tmp_path))
     assert rules == ["fidelity_valid", "stylesheet_syntax"]
     _, plan, _ = load_dot_plan(STYLESHEET)
-    assert plan["graph"]["nodes"]["work"]["_attractor"] == {"class": "code", "llm_model": "x", "thread_id": "t1",
-                                                            "fidelity": "full"}
+    work = plan["graph"]["nodes"]["work"]
+    assert work["_attractor"] == {"class": "code"}  # the rest has a meaning here: a branch agent's settings
+    assert (work["llm_model"], work["thread_id"], work["fidelity"]) == ("x", "t1", "full")
+    _, plan, _ = load_dot_plan(bad)
+    assert plan["graph"]["nodes"]["work"]["_attractor"]["fidelity"] == "everything"  # warned, kept, not used
 
 
 def test_undeclared_nodes_bad_conditions_and_bad_retry_targets(tmp_path):

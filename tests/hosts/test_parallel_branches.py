@@ -618,3 +618,65 @@ def test_stop_counts_the_branch_steps_that_passed_and_the_completion_counts_the_
     s2.run_pass(Reply(final="All clean."))
     said = [t for t in s2.log.texts() if "completed at" in t]
     assert said and said[-1].endswith("5 of 5 steps done in 3 turns (and 6 turns of its branches' agents)"), said
+
+
+def test_each_branch_agent_is_made_with_its_profile_told_what_its_fidelity_says_and_threads_share_one(
+        monkeypatch, tmp_path):
+    plan = checks_plan()
+    nodes = plan["graph"]["nodes"]
+    nodes["fan"].update(profile="developer", fidelity="compact")  # every branch's, unless its first node says
+    nodes["lint"].update(profile="hacker", thread_id="quick")
+    nodes["types"].update(thread_id="quick", fidelity="truncate")
+    seen: dict[str, dict] = {}
+
+    def note(branch, then):
+        def reply(agent, prompt):
+            told = [h["content"]["user_message"] for h in agent.history if "user_message" in h["content"]]
+            seen.setdefault(branch, {"profile": agent.config.profile, "agent": id(agent), "told": told[-1]})
+            return then
+        return reply
+
+    model = BranchModel({b: [note(b, status(0)), Reply(final=f"{b}: clean")] for b in BRANCHES},
+                        delay={"lint": 0.05, "types": 0.05, "tests": 0.2})
+    s = at_fork(monkeypatch, tmp_path, plan=plan, model=model)
+    s.run_pass(Reply(warning="x"))
+    assert {b: v["profile"] for b, v in seen.items()} == {"lint": "hacker", "types": "hacker",  # the thread's agent
+                                                          "tests": "developer"}
+    assert seen["lint"]["agent"] == seen["types"]["agent"] != seen["tests"]["agent"]  # one agent for the thread
+    running, overlap = set(), False
+    for b, what in model.calls:
+        if what == "start":
+            overlap |= {b, *running} >= {"lint", "types"}
+            running.add(b)
+        else:
+            running.discard(b)
+    assert not overlap  # the thread's branches one after another; 'tests' beside them
+    assert {b for b, what in model.calls[:4] if what == "start"} >= {"tests"}
+    assert "Steps of the workflow done before the branches started:\n- Prepare: passed" in seen["tests"]["told"]
+    assert "Steps of the workflow done" not in seen["types"]["told"]  # truncate: its assignment alone
+    assert "'Type check'" in seen["types"]["told"]  # its own assignment, in the thread's agent
+    assert s.state["current_node"] == "report"
+
+
+def test_a_model_preset_this_agent_zero_lacks_leaves_the_chats_model_with_one_line(monkeypatch, tmp_path):
+    plan = checks_plan()
+    plan["graph"]["nodes"]["tests"]["llm_model"] = "gpt-5"
+    s = at_fork(monkeypatch, tmp_path, plan=plan, model=BranchModel(branch_replies()))
+    s.run_pass(Reply(warning="x"))
+    said = [t for t in s.log.texts() if "runs with the chat's model" in t]
+    assert said == ["[HTN] Branch 'Unit tests' of workflow 'Release Checks' runs with the chat's model: this "
+                    "Agent-Zero has no model presets (ModuleNotFoundError)"]
+    assert s.state["current_node"] == "report"
+
+
+def test_on_one_agent_the_branch_agents_settings_are_said_to_apply_to_subordinates_only(monkeypatch, tmp_path):
+    plan = checks_plan()
+    plan["graph"]["nodes"]["fan"].update(sequential=True, profile="developer")
+    use_library(monkeypatch, tmp_path, {"checks": plan})
+    s = Session()
+    s.user("run the release checks")
+    s.run_pass(cmd("ls", "README.md"))
+    s.run_pass(status(0))
+    assert [t for t in s.log.texts() if "one after another" in t] == [
+        "[HTN] Workflow 'Release Checks': the branches of 'All checks' run one after another in this chat; their "
+        "profile, llm_model, fidelity and thread_id apply to subordinate agents only"]

@@ -20,6 +20,7 @@ from typing import Any
 
 from .dot import DotGraph, Duration, Value, parse
 from ..core.kinds import NODE_KINDS, node_kind
+from ..core.model import AGENT_FIT, FIDELITY
 from .lint import Diagnostic
 from ..core.routing import condition_problem
 from .dot_spec import HANDLER_TO_NODE, SHAPES, handler_type, lint_graph, node_type, roles, view
@@ -28,7 +29,7 @@ SHAPE_OF = {k.name: k.dot_shape for k in NODE_KINDS.values()}
 OUR_NODE_KEYS = ("label", "prompt", "tool", "tool_hint", "max_retries", "pace_level", "reason", "continue_on_fail",
                  "description", "type", "shape", "goal_gate", "retry_target", "fallback_retry_target",
                  "human.default_choice", "allow_partial", "human.timeout_turns", "max_parallel", "sequential",
-                 "fan_in_policy", "quorum", "required", "over", "max_items", "reduce")
+                 "fan_in_policy", "quorum", "required", "over", "max_items", "reduce", *AGENT_FIT)
 GRAPH_PLAN_KEYS = {"triggers": "list", "strong_triggers": "list", "domains": "list", "trigger_threshold": "int",
                    "stale_after_turns": "int", "max_turns": "int", "description": "str", "retry_target": "str",
                    "fallback_retry_target": "str", "examples": "lines", "not_examples": "lines"}
@@ -127,6 +128,9 @@ def _node(attrs: dict[str, Value], ntype: str, htype: str, default_retries: Valu
     for key in ("over", "max_items", "reduce"):  # any node: the lint says where they mean nothing
         if key in attrs:
             node[key] = attrs[key] if key == "max_items" else str(attrs[key])
+    for key in AGENT_FIT:  # a branch agent's (the chat's own agent ignores them); a fidelity the spec does not
+        if key in attrs and (key != "fidelity" or str(attrs[key]) in FIDELITY):  # know stays under _attractor
+            node[key] = str(attrs[key])
     if kind.joins:
         for key in ("fan_in_policy", "quorum"):
             if key in attrs:
@@ -142,7 +146,7 @@ def _node(attrs: dict[str, Value], ntype: str, htype: str, default_retries: Valu
     if verify:
         node["verify"] = verify
     extra = {k: _plain(v) for k, v in attrs.items()
-             if (k not in OUR_NODE_KEYS or (k in ("retry_target", "fallback_retry_target") and k not in node))
+             if (k not in OUR_NODE_KEYS or (k in ("retry_target", "fallback_retry_target", "fidelity") and k not in node))
              and k != "verify" and not k.startswith("verify.")}
     if extra:
         node["_attractor"] = extra
@@ -249,7 +253,7 @@ def to_dot(plan_id: str, raw: dict[str, Any], highlight: dict[str, Any] | None =
             pairs.append(("prompt", node.get("action", "")))  # an empty prompt stays empty on re-import
         for key in ("tool", "tool_hint", "description", "reason", "pace_level", "max_retries", "continue_on_fail",
                     "goal_gate", "allow_partial", "retry_target", "fallback_retry_target", "max_parallel", "sequential",
-                    "fan_in_policy", "quorum", "over", "max_items"):
+                    "fan_in_policy", "quorum", "over", "max_items", *AGENT_FIT):
             if key in node:
                 pairs.append((key, node[key]))
         if node.get("reduce"):

@@ -25,6 +25,7 @@ from typing import Any
 
 from .dot import DotGraph, DotNode, Value
 from ..core.kinds import NODE_KINDS, NODE_TYPES
+from ..core.model import FIDELITY
 from .lint import Diagnostic
 from ..core.routing import condition_problem, reachable
 
@@ -36,7 +37,6 @@ HANDLER_TO_NODE = {**{name: name for name in NODE_TYPES}, "codergen": "task", "t
 UNSUPPORTED = {"stack.manager_loop": "manager loop"}
 START_IDS = ("start", "Start")
 EXIT_IDS = ("exit", "Exit", "end", "End")
-FIDELITY = ("full", "truncate", "compact", "summary:low", "summary:medium", "summary:high")
 STYLE_PROPERTIES = ("llm_model", "llm_provider", "reasoning_effort")
 
 

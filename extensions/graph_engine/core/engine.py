@@ -56,6 +56,7 @@ from .texts_port import Texts
 from .state import emit, record_shown
 # the layers below; what the host, the tools and the tests use from them is importable from here too
 from .run import _alive, BEFORE_MAIN, Effects, Observation, Offer, PlanLookup, PRESSED, PROMPTS_AFTER, Run
+from .fanout import agent_fit
 from .fork import branch_progress, branch_returned, branch_started, fan_in_passes, stop_branches
 from .traversal import (apply_outcome, _check_limits, _end, _fork, _join_when_done, _rest, SETTLE, _settle,
                         _update_context)

@@ -16,7 +16,7 @@ import shlex
 from typing import Any, Iterable, Mapping
 
 from .kinds import REDUCERS
-from .model import Node, Plan
+from .model import AGENT_FIT, Node, Plan
 
 MAX_ITEM = 300  # characters of one item: a longer one refuses the fan-out (an item is named in every text)
 ITEM = "item"  # the context name a branch over a list reads its item by ($item in its steps' texts)
@@ -99,4 +99,15 @@ def reduced(node: Node, values: Iterable[tuple[str, Mapping[str, Any]]]) -> dict
         got = [(bid, v if isinstance(v, str) else json.dumps(v, ensure_ascii=False))
                for bid, ctx in values for v in [ctx.get(name)] if v is not None]
         out[name] = REDUCERS[how].merge(got)
+    return out
+
+
+def agent_fit(plan: Plan, fork: str, branch: str) -> dict[str, str]:
+    """The settings of the agent a branch runs in (``model.AGENT_FIT``): its first node's, else its parallel
+    node's (``thread_id`` only its first node's: one shared agent for all would be no fork)."""
+    first, parallel = plan.nodes.get(first_of(plan, branch)), plan.nodes.get(fork)
+    out = {}
+    for key in AGENT_FIT:
+        mine = getattr(first, key, "") if first is not None else ""
+        out[key] = mine or ("" if key == "thread_id" or parallel is None else getattr(parallel, key, ""))
     return out

@@ -26,6 +26,8 @@ from .kinds import (CHECKS, CONDITIONS, DEFAULT_CHECK, DEFAULT_MAX_ITEMS, DEFAUL
                     MAX_ITEMS, NODE_TYPES, REDUCERS,
                     ON_FAIL_ACTIONS, PACE_LEVELS, VERIFY_TYPES, NodeKind, node_kind)
 
+AGENT_FIT = ("profile", "llm_model", "fidelity", "thread_id")  # a branch agent's settings (Node's fields)
+FIDELITY = ("full", "truncate", "compact", "summary:low", "summary:medium", "summary:high")
 DEFAULT_STALE_GRAPH = 15
 DEFAULT_STALE_LINEAR = 10
 DEFAULT_THRESHOLD = 2
@@ -103,6 +105,12 @@ class Node:
     over: str = ""  # parallel nodes: the captured value whose items each get a branch (its one edge), found at run time
     max_items: int = DEFAULT_MAX_ITEMS  # parallel nodes over a list: more items than this refuse the fan-out
     reduce: tuple[tuple[str, str], ...] = ()  # fan-in nodes: (captured name, kinds.REDUCERS row) pairs
+    # the agent a branch runs in (set on a branch's first node, else on its parallel node; the chat's own agent
+    # ignores them): an Agent-Zero agent profile, a model (preset), what it is told, and a shared agent
+    profile: str = ""
+    llm_model: str = ""
+    fidelity: str = ""  # FIDELITY: full (the chat so far), compact / summary:* (the steps done), truncate (the default)
+    thread_id: str = ""  # branches with the same thread_id run one after another in one agent
 
     @property
     def kind(self) -> NodeKind:
@@ -283,9 +291,11 @@ def _compile_node(plan_id: str, nid: str, spec: Any, where: str) -> Node:
     pace = spec.get("pace_level", "contingent")
     _expect(pace in PACE_LEVELS, plan_id, f"{where}.pace_level", f"unknown PACE level {pace!r}",
             f"use one of {', '.join(PACE_LEVELS)}", rule="pace_level")
-    texts = {k: spec.get(k, "") for k in ("action", "tool", "tool_hint", "description", "reason")}
+    texts = {k: spec.get(k, "") for k in ("action", "tool", "tool_hint", "description", "reason", *AGENT_FIT)}
     for key, value in texts.items():
         _expect(isinstance(value, str), plan_id, f"{where}.{key}", "must be a string", "write text")
+    _expect(texts["fidelity"] in ("", *FIDELITY), plan_id, f"{where}.fidelity",
+            f"unknown fidelity {texts['fidelity']!r}", f"use one of {', '.join(FIDELITY)}")
     name = spec.get("name", nid)
     _expect(isinstance(name, str), plan_id, f"{where}.name", "must be a string", "write text")
     flags = {k: spec.get(k, False) for k in ("continue_on_fail", "goal_gate", "allow_partial")}

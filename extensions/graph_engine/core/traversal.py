@@ -27,7 +27,7 @@ from .state import MAX_CONTEXT_KEYS, MAX_GATE_JUMPS, branch_outcome, branch_stat
 from .routing import STATUS_OF, select_edge
 from .run import Effects, Run, _finish
 from .fork import _end_reason, fan_in_passes
-from .fanout import ITEM, branch_id, first_of, inside, items, over_list, reduced
+from .fanout import ITEM, agent_fit, branch_id, first_of, inside, items, over_list, reduced
 
 
 MAX_SETTLE_STEPS = 64
@@ -266,9 +266,13 @@ def _start_branches(run: Run, node: Node) -> Edge | None:
     branches, _ = _branches(run, node)
     if not branches:
         return None
-    if run.serial_reason and not node.sequential and not s.get("branch") and node.id in run.plan.fan_in_of:
+    fitted = any(v for b, _, _ in branches for v in agent_fit(run.plan, node.id, b).values())
+    if (run.serial_reason and not node.sequential and not s.get("branch") and node.id in run.plan.fan_in_of) \
+            or (fitted and not s.get("branch")):
+        why = f" ({run.serial_reason})" if run.serial_reason and not node.sequential else ""
         run.fx.log("info", f"[HTN] Workflow '{run.plan.name}': the branches of '{node.name}' run one after another "
-                           f"in this chat ({run.serial_reason})")
+                           f"in this chat{why}" + ("; their profile, llm_model, fidelity and thread_id apply to "
+                                                    "subordinate agents only" if fitted else ""))
     ids = [b for b, _, _ in branches]
     frame: dict[str, Any] = {"node": node.id, "pending": ids[1:], "failed": []}
     if over_list(run.plan, node):

@@ -440,14 +440,40 @@ def item_of(state: dict[str, Any]) -> str | None:
     return None
 
 
-def branch_assignment(plan: Plan, state: dict[str, Any]) -> str:
-    """The message a branch's subordinate agent starts with (its steps come with each of its turns)."""
+FULL_CHAT = 8_000  # characters of the chat so far a branch with fidelity "full" is told (its newest)
+SUMMARY_STEPS = 12  # steps done before the fork a branch with fidelity "compact" or "summary:*" is told (the last)
+
+
+def branch_assignment(plan: Plan, state: dict[str, Any], parent: dict[str, Any] | None = None,
+                      fidelity: str = "", chat: str = "") -> str:
+    """The message a branch's subordinate agent starts with (its steps come with each of its turns); with a
+    ``fidelity`` of full, the chat so far (``chat``), of compact or summary:*, the steps done before the fork."""
     name = branch_name(plan, state["branch"]["id"])
     item = item_of(state)
     mine = f" It is for the item: {item}" + ("" if item.endswith((".", "!", "?")) else ".") if item is not None else ""
-    return (f"You run one branch of the workflow '{plan.name}': '{name}'.{mine} Other agents run the other branches "
+    text = (f"You run one branch of the workflow '{plan.name}': '{name}'.{mine} Other agents run the other branches "
             "at the same time. Do the steps you are shown, one at a time, each with the tool it names; when you are "
             "told the branch is done, answer with the response tool.")
+    if fidelity == "full" and chat.strip():
+        told = chat[-FULL_CHAT:]
+        cut = "its last part, " if len(chat) > FULL_CHAT else ""
+        text += f"\n\nThe chat so far ({cut}for context; act only on your branch's steps):\n{told}"
+    elif (fidelity == "compact" or fidelity.startswith("summary:")) and parent is not None:
+        done = steps_judged(plan, parent)
+        if done:
+            text += "\n\nSteps of the workflow done before the branches started:\n" + "\n".join(done)
+    return text
+
+
+def steps_judged(plan: Plan, state: dict[str, Any]) -> list[str]:
+    """The steps a run judged, each once in the order met, with its last check: '- Build: passed, exit status 0'."""
+    last: dict[str, str] = {}
+    for event in state.get("events") or ():
+        if event.get("type") == "node_verified" and not event.get("branch") and event.get("node") in plan.nodes:
+            verdict = {"success": "passed", "fail": "failed"}.get(event.get("outcome", ""), event.get("outcome", ""))
+            last.pop(event["node"], None)
+            last[event["node"]] = verdict + (f", {event['reason']}" if event.get("reason") else "")
+    return [f"- {plan.nodes[nid].name}: {v}" for nid, v in list(last.items())[-SUMMARY_STEPS:]]
 
 
 def branch_context(plan: Plan, state: dict[str, Any]) -> str:

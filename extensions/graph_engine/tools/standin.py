@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import copy
+import dataclasses
 import importlib.util
 import json
 import os
@@ -323,12 +324,20 @@ class Context:
 MAX_SUBORDINATE_PASSES = 40
 
 
+@dataclasses.dataclass
+class AgentConfig:
+    """Agent-Zero's ``AgentConfig``, the part the pack reads: the agent profile (``call_subordinate``'s)."""
+
+    profile: str = ""
+
+
 class Agent:
     """Agent-Zero's ``Agent(number, config, context)``: its data, and for a subordinate (``call_subordinate``) its
     own history and ``monologue``: passes in Agent-Zero's order, the pack's hooks around each call of the context's
     scripted model (``BranchModel``), until a final response."""
 
     def __init__(self, number: int = 0, config: Any = None, context: "Context | None" = None) -> None:
+        config = AgentConfig() if config is None else config
         self.number = number
         self.config = config
         self.context = context or Context()

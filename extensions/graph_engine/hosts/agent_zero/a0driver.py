@@ -84,7 +84,7 @@ class Script:
             return float(self.chat_delay.get(branch, 0.0))
         return float(self.chat_delay or 0.0)
 
-    def chat(self, messages: list, agent=None, branch: str = "", start: float = 0.0) -> str:
+    def chat(self, messages: list, agent=None, branch: str = "", start: float = 0.0, model: str = "") -> str:
         queue = self.branch_replies.get(branch) if branch else self.replies
         if queue:
             reply = queue.pop(0)
@@ -96,7 +96,7 @@ class Script:
                                 "tool_name": "response", "tool_args": {"text": "Done."}})
         self.calls.append({"messages": _plain(messages), "reply": reply, "at": time.perf_counter(),
                            "start": start or time.perf_counter(), "branch": branch,
-                           "agent": getattr(agent, "number", 0)})
+                           "agent": getattr(agent, "number", 0), "agent_id": id(agent), "model": model})
         return reply
 
 
@@ -211,7 +211,7 @@ class Session:
                 if script.delay(branch):
                     import asyncio
                     await asyncio.sleep(script.delay(branch))
-                reply = script.chat(kwargs.get("messages"), agent, branch, start)
+                reply = script.chat(kwargs.get("messages"), agent, branch, start, str(kwargs.get("model", "")))
                 if reply == HANG:
                     script.hung.set()
                     import asyncio

@@ -17,6 +17,10 @@ raises fails its branch.  Never raises but for the parent's own cancellation, wh
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import copy
+import dataclasses
+import importlib
 import inspect
 import sys
 from typing import Any, Callable
@@ -29,6 +33,7 @@ NUDGES = 2  # times a branch's agent that answered too early is told to go on
 POLL = 0.05  # seconds between two looks at the parent's pending message while branches run
 SUPERIOR = "_superior"  # Agent.DATA_NAME_SUPERIOR in both layouts
 
+MODEL_KEY = "_graph_engine_model"  # on a branch's agent: the chat model settings of the preset its branch names
 STATE_ATTR_KEY = "_graph_engine_state_attr"  # on a branch's agent: the attribute its run state is in
 AFTER_END_KEY = "_graph_engine_calls_after_end"  # on a branch's agent: its model calls since its branch ended
 MAX_CALLS_AFTER_END = 3  # model calls a branch's agent may make after its branch ended before it is stopped
@@ -93,19 +98,86 @@ def _branch_class(cls: type) -> type:
                         raise Overdue(f"{MAX_CALLS_AFTER_END} model calls after its branch was done, no answer")
                 return await super(found, self).call_chat_model(*args, **kwargs)
             members["call_chat_model"] = call_chat_model
+        if callable(getattr(cls, "get_chat_model", None)):
+            def get_chat_model(self: Any, *args: Any, **kwargs: Any) -> Any:
+                """The model of the preset its branch names (llm_model), else the chat's."""
+                built = _built_model(self.__dict__.get(MODEL_KEY))
+                return built if built is not None else super(found, self).get_chat_model(*args, **kwargs)
+            members["get_chat_model"] = get_chat_model
         found = _CLASSES[cls] = type(f"Branch{cls.__name__}", (cls,), members)
     return found
 
 
-def _subordinate(parent: Any, branch_id: str, state_attr: str) -> Any:
-    sub = _branch_class(type(parent))(parent.number + 1, parent.config, parent.context)
+def _subordinate(parent: Any, branch_id: str, state_attr: str, fit: dict[str, str], model: dict | None) -> Any:
+    """A branch's agent, as call_subordinate makes one: the parent's settings with the branch's agent profile, and
+    the chat model of the preset it names (``model``)."""
+    config = parent.config
+    if fit.get("profile"):
+        try:
+            config = dataclasses.replace(config, profile=fit["profile"])
+        except TypeError:  # not a dataclass: a copy with the profile set
+            config = copy.copy(config)
+            config.profile = fit["profile"]
+    sub = _branch_class(type(parent))(parent.number + 1, config, parent.context)
     sub.__dict__[BRANCH_ATTR] = (parent, branch_id)
     sub.__dict__[STATE_ATTR_KEY] = state_attr
+    if model:
+        sub.__dict__[MODEL_KEY] = model
     try:
         sub.set_data(SUPERIOR, parent)
     except Exception:  # noqa: BLE001 - an agent without data: the branch runs all the same
         pass
     return sub
+
+
+def profiles(agent: Any) -> list[str] | None:
+    """The agent profiles of the running Agent-Zero, the chat's project's included (None: it cannot say)."""
+    try:
+        subagents = importlib.import_module("helpers.subagents")
+        project = None
+        try:
+            project = importlib.import_module("helpers.projects").get_context_project_name(agent.context)
+        except Exception:  # noqa: BLE001 - no project: the global profiles
+            pass
+        return sorted(subagents.get_agents_dict(project))
+    except Exception:  # noqa: BLE001 - an Agent-Zero without profiles to list
+        return None
+
+
+def preset_model(name: str) -> tuple[dict | None, str]:
+    """(the chat model settings of the model preset named ``name``, by its name or its chat model's name; or None,
+    why not)."""
+    try:
+        presets = importlib.import_module("plugins._model_config.helpers.model_config").get_presets()
+    except Exception as exc:  # noqa: BLE001 - an Agent-Zero without model presets
+        return None, f"this Agent-Zero has no model presets ({type(exc).__name__})"
+    names = []
+    for p in presets if isinstance(presets, list) else ():
+        chat = p.get("chat") if isinstance(p, dict) else None
+        if isinstance(chat, dict) and name in (p.get("name"), chat.get("name")):
+            return chat, ""
+        names.append(str(p.get("name", "")) if isinstance(p, dict) else "")
+    return None, f"no model preset is named '{name}' or has it as its chat model (presets: {', '.join(names) or 'none'})"
+
+
+def _built_model(settings: Any) -> Any:
+    """The chat model of a preset's settings, as Agent-Zero's model configuration builds it; None when it cannot."""
+    if not isinstance(settings, dict):
+        return None
+    try:
+        config = importlib.import_module("plugins._model_config.helpers.model_config")
+        models = importlib.import_module("models")
+        mc = config.build_model_config(settings, models.ModelType.CHAT)
+        return models.get_chat_model(mc.provider, mc.name, model_config=mc, **mc.build_kwargs())
+    except Exception:  # noqa: BLE001 - the chat's model then (its settings were checked when the branch began)
+        return None
+
+
+def _chat_so_far(parent: Any) -> str:
+    try:
+        return str(parent.history.output_text(human_label="user", ai_label="assistant"))
+    except Exception:  # noqa: BLE001 - a history without text: the assignment alone
+        return ""
 
 
 def _message(agent: Any, text: str) -> Any:
@@ -133,46 +205,78 @@ async def run(parent: Any, state: dict[str, Any], plan: Any, state_attr: str, re
     fork_node = plan.nodes.get(fork.get("node", ""))
     limit = fork_node.timeout if fork_node is not None else 0.0  # seconds each branch's agent may take (0: none)
     tasks: dict[str, asyncio.Task] = {}
+    threads: dict[str, asyncio.Lock] = {}  # thread_id -> its turn: the branches of one thread take turns
+    shared: dict[str, Any] = {}  # thread_id -> the one agent its branches run in
+    known = profiles(parent) if any(engine.agent_fit(plan, fork["node"], b["id"])["profile"]
+                                    for b in fork["branches"]) else None
 
     async def one(branch_id: str) -> None:
-        async with gate:
-            started = engine.branch_started(state, branch_id)
-            if started is None:
-                return
-            sub_state, again = started
-            if sub_state.get("status", "active") != "active":  # it ended before a restart stopped its agent
-                engine.branch_returned(state, branch_id, sub_state, "", "")
-                reported()
-                return
-            if again:  # its agent was stopped (a restart): a new one goes on where the branch was
-                engine.resumed(plan, sub_state, render)
+        fit = engine.agent_fit(plan, fork["node"], branch_id)
+        thread = fit["thread_id"]
+        async with (threads.setdefault(thread, asyncio.Lock()) if thread else contextlib.nullcontext()):
+            async with gate:
+                await branch(branch_id, fit, thread)
+
+    async def branch(branch_id: str, fit: dict[str, str], thread: str) -> None:
+        name = render.branch_name(plan, branch_id)
+        started = engine.branch_started(state, branch_id)
+        if started is None:
+            return
+        sub_state, again = started
+        if sub_state.get("status", "active") != "active":  # it ended before a restart stopped its agent
+            engine.branch_returned(state, branch_id, sub_state, "", "")
             reported()
-            sub = _subordinate(parent, branch_id, state_attr)
-            setattr(sub, state_attr, sub_state)
-            sub.hist_add_user_message(_message(parent, render.branch_assignment(plan, sub_state)))
-            try:
-                if limit:
-                    answer, problem = await asyncio.wait_for(_converse(sub, plan, state_attr, parent), limit)
-                else:
-                    answer, problem = await _converse(sub, plan, state_attr, parent)
-            except asyncio.TimeoutError:  # (its model never answered, or the branch took too long)
-                answer, problem = "", f"no answer within {limit:g} s (the parallel node's timeout)"
-                log("warning", f"[HTN] Branch '{render.branch_name(plan, branch_id)}' of workflow '{plan.name}': no "
-                               f"answer within {limit:g} s; its agent was stopped and the branch fails")
-            except Overdue:  # (raised by its own model calls: not a cancellation of this task)
-                answer, problem = "", "its agent did not answer"
-                log("warning", f"[HTN] Branch '{render.branch_name(plan, branch_id)}' of workflow '{plan.name}': its "
-                               f"agent made {MAX_CALLS_AFTER_END} model calls after the branch was done without "
-                               "answering; it was stopped, and the branch keeps its outcome")
-            finally:  # done, failed or stopped: its terminals end with it
+            return
+        if fit["profile"] and known is not None and fit["profile"] not in known:
+            why = f"'{fit['profile']}' is no agent profile of this Agent-Zero (its profiles: {', '.join(known)})"
+            engine.branch_returned(state, branch_id, None, "", why)
+            log("warning", f"[HTN] Branch '{name}' of workflow '{plan.name}' did not start: {why}; fix the plan's "
+                           "profile")
+            reported()
+            return
+        model = None
+        if fit["llm_model"]:
+            model, why = preset_model(fit["llm_model"])
+            if model is None:
+                log("warning", f"[HTN] Branch '{name}' of workflow '{plan.name}' runs with the chat's model: {why}")
+        if again:  # its agent was stopped (a restart): a new one goes on where the branch was
+            engine.resumed(plan, sub_state, render)
+        reported()
+        sub = shared.get(thread) if thread else None
+        if sub is None:
+            sub = _subordinate(parent, branch_id, state_attr, fit, model)
+            if thread:
+                shared[thread] = sub
+        else:  # the thread's agent, which ran its branches before this one, runs this one too
+            sub.__dict__[BRANCH_ATTR] = (parent, branch_id)
+            sub.__dict__.pop(AFTER_END_KEY, None)
+        setattr(sub, state_attr, sub_state)
+        sub.hist_add_user_message(_message(parent, render.branch_assignment(
+            plan, sub_state, state, fit["fidelity"], _chat_so_far(parent) if fit["fidelity"] == "full" else "")))
+        try:
+            if limit:
+                answer, problem = await asyncio.wait_for(_converse(sub, plan, state_attr, parent), limit)
+            else:
+                answer, problem = await _converse(sub, plan, state_attr, parent)
+        except asyncio.TimeoutError:  # (its model never answered, or the branch took too long)
+            answer, problem = "", f"no answer within {limit:g} s (the parallel node's timeout)"
+            log("warning", f"[HTN] Branch '{name}' of workflow '{plan.name}': no "
+                           f"answer within {limit:g} s; its agent was stopped and the branch fails")
+        except Overdue:  # (raised by its own model calls: not a cancellation of this task)
+            answer, problem = "", "its agent did not answer"
+            log("warning", f"[HTN] Branch '{name}' of workflow '{plan.name}': its "
+                           f"agent made {MAX_CALLS_AFTER_END} model calls after the branch was done without "
+                           "answering; it was stopped, and the branch keeps its outcome")
+        finally:  # done, failed or stopped: its terminals end with it (a thread's, after its last branch)
+            if not thread:
                 await _release(sub, log)
-            final = _final(sub, state_attr, sub_state)
-            outcome = engine.branch_returned(state, branch_id, final, answer if isinstance(answer, str) else "",
-                                             problem)
-            reported()
-            if outcome and outcome != "success":
-                log("warning", f"[HTN] Branch '{render.branch_name(plan, branch_id)}' of workflow '{plan.name}' "
-                               f"ended: {outcome}")
+        final = _final(sub, state_attr, sub_state)
+        outcome = engine.branch_returned(state, branch_id, final, answer if isinstance(answer, str) else "",
+                                         problem)
+        reported()
+        if outcome and outcome != "success":
+            log("warning", f"[HTN] Branch '{name}' of workflow '{plan.name}' "
+                           f"ended: {outcome}")
 
     try:
         for b in fork["branches"]:
@@ -204,6 +308,9 @@ async def run(parent: Any, state: dict[str, Any], plan: Any, state_attr: str, re
     except BaseException:  # cancelled (Agent-Zero's stop), or a fault here: no branch's agent is left running
         await _cancel(tasks)
         raise
+    finally:
+        for sub in shared.values():
+            await _release(sub, log)
 
 
 async def _converse(sub: Any, plan: Any, state_attr: str, parent: Any) -> tuple[Any, str]:
