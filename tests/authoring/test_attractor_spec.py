@@ -684,3 +684,28 @@ def test_docs_validate_exit_status(capsys, tmp_path):
     assert cli.main(["validate", write(tmp_path, SMOKE)]) == 0
     assert cli.main(["validate", write(tmp_path, CONTEXT_ONLY, "ctx.dot")]) == 1
     capsys.readouterr()
+
+
+TIE = """digraph T {
+  graph [goal="g", triggers="tie me", trigger_threshold=1]
+  start [shape=Mdiamond]
+  exit [shape=Msquare]
+  b [prompt="B", verify="any_output"]
+  a [prompt="A", verify="any_output"]
+  start -> b
+  start -> a
+  a -> exit
+  b -> exit
+}
+"""
+
+
+def test_two_equal_unconditional_edges_warn_and_the_run_takes_the_first_target_id_as_the_spec_says(capsys, tmp_path):
+    path = tmp_path / "tie.dot"
+    path.write_text(TIE)
+    found = cli_json(capsys, "validate", str(path), code=ANY_EXIT)
+    rules = {(d["rule"], d["severity"]) for f in found["files"] for d in f["diagnostics"]} if isinstance(found, dict) \
+        and "files" in found else {(d["rule"], d["severity"]) for d in found}
+    assert ("duplicate_condition", "warning") in rules and not any(sev == "error" for _, sev in rules)
+    run = cli_json(capsys, "simulate", str(path))
+    assert run["node_sequence"] == ["start", "a", "exit"] and run["final_status"] == "success"

@@ -27,7 +27,7 @@ from ..core.fanout import inside as branch_nodes
 from ..core.model import Edge, Node, Plan
 from ..core.patterns import repeat_chain
 from ..core.routing import (MAX_PASS_THROUGH, STATUS_OF, _outcome_clauses_hold, condition_problem, possible_edges, reachable,
-                      resolve, strongly_connected)
+                      resolve, select_edge, strongly_connected)
 
 ERROR, WARNING = "error", "warning"
 
@@ -45,7 +45,7 @@ RULES: Mapping[str, tuple[str, str]] = {
     "exit_no_outgoing": (ERROR, "exit and escalate nodes end the run; edges out of them are never taken"),
     "reachability": (ERROR, "every node is reachable from the start node"),
     "dead_end": (ERROR, "every node that is not an exit or escalation has a way out"),
-    "duplicate_condition": (ERROR, "two edges from one node with the same condition and weight: one is never taken"),
+    "duplicate_condition": (WARNING, "two edges from one node with the same condition and weight: one is never taken"),
     "decision_branches": (ERROR, "a decision needs an on_success edge and an edge for failure"),
     "failure_unrouted": (ERROR, "a check that can fail has no route once its retries are spent"),
     "stall_possible": (ERROR, "an outcome that reaches a node and that its edges do not route for every context "
@@ -121,7 +121,10 @@ class Diagnostic:
             where = f"plan '{self.plan}'" + (f" node '{self.node}'" if self.node else "") + \
                     (f" edge {self.edge}" if self.edge else "")
         fix = f" (fix: {self.fix})" if self.fix else ""
-        return f"{at}{self.severity} [{self.rule}] {where}: {self.message}{fix}"
+        message = self.message
+        if self.edge and message.startswith(f"edge {self.edge}: "):  # (said once: the JSON keeps it in the message)
+            message = message[len(f"edge {self.edge}: "):]
+        return f"{at}{self.severity} [{self.rule}] {where}: {message}{fix}"
 
 
 def diag(rule: str, plan: str, message: str, fix: str, node: str | None = None,
@@ -297,7 +300,7 @@ def lint_plan(plan: Plan) -> PlanReport:
     table = transitions(plan)
     found += _routing_rules(plan, table)
     found += _stall_rules(plan)
-    cycles = _free_cycles(plan, table)
+    cycles = _free_cycles(plan, table) + _pass_through_cycles(plan)
     for members in cycles:
         found.append(diag("cycle_unbounded", plan.id,
                           f"the loop through {', '.join(members)} can repeat without spending a retry budget",
@@ -478,6 +481,24 @@ def _routing_rules(plan: Plan, table: Mapping[str, Mapping[str, str | None]]) ->
                               "success does",
                               "add an on_exhaust edge to an escalation, or set continue_on_fail: true if that is "
                               "the intent", node=nid))
+    return found
+
+
+def _pass_through_cycles(plan: Plan) -> list[list[str]]:
+    """Loops of nodes that pass straight on (start, checkpoint), each following the edge the run would take (a tie
+    of equal edges goes to the first target id, as the spec says): the run would go round them for ever."""
+    found, done = [], set()
+    for first in plan.nodes.values():
+        if first.kind.route != "pass" or first.id in done:
+            continue
+        path, nid = [], first.id
+        while nid is not None and nid not in done and nid not in path and plan.nodes[nid].kind.route == "pass":
+            path.append(nid)
+            edge, _, _ = select_edge(plan, nid, {"status": "success"}, {}, "pass", explain=False)
+            nid = edge.dst if edge is not None else None
+        if nid in path:
+            found.append(path[path.index(nid):])
+        done.update(path)
     return found
 
 
