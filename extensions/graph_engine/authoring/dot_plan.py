@@ -29,7 +29,8 @@ SHAPE_OF = {k.name: k.dot_shape for k in NODE_KINDS.values()}
 OUR_NODE_KEYS = ("label", "prompt", "tool", "tool_hint", "max_retries", "pace_level", "reason", "continue_on_fail",
                  "description", "type", "shape", "goal_gate", "retry_target", "fallback_retry_target",
                  "human.default_choice", "allow_partial", "human.timeout_turns", "max_parallel", "sequential",
-                 "fan_in_policy", "quorum", "required", "over", "max_items", "reduce", *AGENT_FIT)
+                 "fan_in_policy", "quorum", "required", "over", "max_items", "reduce", *AGENT_FIT, "manager.child",
+                 "manager.max_cycles", "manager.stop_condition")
 GRAPH_PLAN_KEYS = {"triggers": "list", "strong_triggers": "list", "domains": "list", "trigger_threshold": "int",
                    "stale_after_turns": "int", "max_turns": "int", "description": "str", "retry_target": "str",
                    "fallback_retry_target": "str", "examples": "lines", "not_examples": "lines"}
@@ -62,11 +63,13 @@ def to_plan(g: DotGraph) -> tuple[str, dict[str, Any], list[Diagnostic]]:
         elif key not in ("label", "goal", "start"):
             extra_graph[key] = _plain(value)
     default_retries = g.attrs.get("default_max_retries", g.attrs.get("default_max_retry"))
+    dotfile = str(g.attrs.get("stack.child_dotfile", ""))  # the spec's child: a .dot file; here its plan's id
+    graph_child = dotfile.rsplit("/", 1)[-1].removesuffix(".dot") if dotfile else ""
     nodes: dict[str, Any] = {}
     declared = set(g.nodes)
     for nid, n in g.nodes.items():
         htype = handler_type(n.attrs, nid)
-        nodes[nid] = _node(attrs_of[nid], node_type(htype), htype, default_retries, declared)
+        nodes[nid] = _node(attrs_of[nid], node_type(htype), htype, default_retries, declared, graph_child)
         if "label" not in n.attrs:
             nodes[nid].pop("name", None)  # the id is the default name; export stays as written
     edges = []
@@ -93,7 +96,7 @@ def to_plan(g: DotGraph) -> tuple[str, dict[str, Any], list[Diagnostic]]:
 
 
 def _node(attrs: dict[str, Value], ntype: str, htype: str, default_retries: Value | None,
-          ids: set[str]) -> dict:
+          ids: set[str], graph_child: str = "") -> dict:
     """One node's plan fields from its transformed attributes (label defaulted, $goal expanded, styled)."""
     node: dict[str, Any] = {"type": ntype}
     kind = node_kind(ntype)
@@ -128,6 +131,14 @@ def _node(attrs: dict[str, Value], ntype: str, htype: str, default_retries: Valu
     for key in ("over", "max_items", "reduce"):  # any node: the lint says where they mean nothing
         if key in attrs:
             node[key] = attrs[key] if key == "max_items" else str(attrs[key])
+    if kind.manages:  # Attractor's manager loop: the child plan (ours, or the graph's stack.child_dotfile's name)
+        child = attrs.get("manager.child", graph_child)
+        if child:
+            node["child"] = str(child)
+        if "manager.max_cycles" in attrs:
+            node["max_cycles"] = attrs["manager.max_cycles"]
+        if "manager.stop_condition" in attrs:
+            node["stop_condition"] = str(attrs["manager.stop_condition"])
     for key in AGENT_FIT:  # a branch agent's (the chat's own agent ignores them); a fidelity the spec does not
         if key in attrs and (key != "fidelity" or str(attrs[key]) in FIDELITY):  # know stays under _attractor
             node[key] = str(attrs[key])
@@ -256,6 +267,9 @@ def to_dot(plan_id: str, raw: dict[str, Any], highlight: dict[str, Any] | None =
                     "fan_in_policy", "quorum", "over", "max_items", *AGENT_FIT):
             if key in node:
                 pairs.append((key, node[key]))
+        for key in ("child", "max_cycles", "stop_condition"):
+            if key in node:
+                pairs.append((f"manager.{key}", node[key]))
         if node.get("reduce"):
             reduce = node["reduce"]
             pairs.append(("reduce", reduce if isinstance(reduce, str) else

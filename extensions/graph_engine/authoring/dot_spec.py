@@ -12,7 +12,7 @@
   ``terminal_node`` (exactly one each), ``start_no_incoming``, ``exit_no_outgoing``,
   ``reachability`` (always, whatever else is wrong), ``dead_end``, ``condition_syntax`` (every bad edge),
   ``type_known`` / ``fidelity_valid`` / ``retry_target_exists`` / ``goal_gate_has_retry`` /
-  ``prompt_on_llm_nodes`` (warnings), ``type_supported`` and ``stylesheet_syntax`` (errors).  A node named only
+  ``prompt_on_llm_nodes`` (warnings) and ``stylesheet_syntax`` (errors).  A node named only
   by an edge exists, as in Graphviz and the spec's own human-gate example (``edge_target_exists`` cannot
   happen in DOT); with no prompt or label it gets the ``prompt_on_llm_nodes`` warning.
 """
@@ -33,8 +33,8 @@ SHAPES = {"Mdiamond": "start", "Msquare": "exit", "box": "codergen", "parallelog
           "diamond": "conditional", "hexagon": "wait.human", "component": "parallel",
           "tripleoctagon": "parallel.fan_in", "house": "stack.manager_loop"}
 HANDLER_TO_NODE = {**{name: name for name in NODE_TYPES}, "codergen": "task", "tool": "task",
-                   "conditional": "decision", "wait.human": "human", "parallel.fan_in": "fan_in"}  # Attractor's names too
-UNSUPPORTED = {"stack.manager_loop": "manager loop"}
+                   "conditional": "decision", "wait.human": "human", "parallel.fan_in": "fan_in",
+                   "stack.manager_loop": "manager"}  # Attractor's names too
 START_IDS = ("start", "Start")
 EXIT_IDS = ("exit", "Exit", "end", "End")
 STYLE_PROPERTIES = ("llm_model", "llm_provider", "reasoning_effort")
@@ -287,10 +287,7 @@ def _node_rules(g: DotGraph, pid: str) -> list[Diagnostic]:
     sources = {e.src for e in g.edges}
     for nid, n in g.nodes.items():
         htype = handler_type(n.attrs, nid)
-        if htype in UNSUPPORTED:
-            found.append(_d("type_supported", "error", pid, f"{UNSUPPORTED[htype]} nodes ({htype}) are parsed but "
-                            "the engine cannot run them", "use task and decision nodes", n, node=nid))
-        elif htype not in HANDLER_TO_NODE:
+        if htype not in HANDLER_TO_NODE:
             found.append(_d("type_known", "warning", pid, f"unknown handler type {htype!r}: the node runs as a task",
                             f"use a shape from {', '.join(sorted(SHAPES))} or type= one of "
                             f"{', '.join(sorted(HANDLER_TO_NODE))}", n, node=nid))

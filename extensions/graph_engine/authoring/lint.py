@@ -70,7 +70,7 @@ RULES: Mapping[str, tuple[str, str]] = {
     "syntax": (ERROR, "a DOT file that does not parse (the message gives line:column)"),
     "duplicate_plan": (ERROR, "a DOT plan whose id (the digraph name) is already taken"),
     "type_known": (WARNING, "a node whose shape or type names no handler (it runs as a task)"),
-    "type_supported": (ERROR, "a handler type the engine cannot run (a manager loop: parsed, not run)"),
+    "manager_child": (ERROR, "a manager node (house) that names no child plan, or names its own plan"),
     "condition_syntax": (ERROR, "an edge condition the engine does not route on"),
     "retry_target_exists": (WARNING, "retry_target or fallback_retry_target names no node (it is ignored)"),
     "goal_gate_has_retry": (WARNING, "a goal gate without a retry target"),
@@ -149,7 +149,8 @@ def route_gap(plan: Plan, node: Node, outcome: str) -> str:
                    for e in plan.out_edges.get(node.id, ()))
         return "" if sure else route_gap(plan, node, "success")
     edges, stay = possible_edges(plan, node, outcome)
-    if stay or node.kind.forks or node.kind.joins or node.kind.asks:  # branches, a policy or an answer route them
+    if stay or node.kind.forks or node.kind.joins or node.kind.asks or node.kind.manages:  # branches, a policy, an
+        # answer or a child's outcome route them
         return ""
     status = STATUS_OF[outcome]
     if not edges:
@@ -370,6 +371,10 @@ def _shape_rules(plan: Plan) -> list[Diagnostic]:
                                   node=node.id, edge=e, index=_index(plan, e)))
             seen.add(key)
         found += _fan_out_rules(plan, node, outs)
+        if node.kind.manages and (not node.child or node.child == plan.id):
+            found.append(diag("manager_child", pid, "the manager names no child plan" if not node.child else
+                              "the manager names its own plan as its child", "set child (DOT manager.child, or the "
+                              "graph's stack.child_dotfile) to the id of another plan of the library", node=node.id))
         if node.kind.forks:
             fan_in = plan.fan_in_of.get(node.id)
             if fan_in and not node.over:
@@ -383,7 +388,7 @@ def _shape_rules(plan: Plan) -> list[Diagnostic]:
         if node.kind.asks and any(not e.label for e in outs):
             found.append(diag("human_options", pid, "a human gate's edge has no label, so the user cannot choose it",
                               'label every option, e.g. "[A] Approve"', node=node.id))
-        if node.kind.decides:
+        if node.kind.decides or node.kind.manages:
             ok_edges = {(e.dst, e.condition) for e in possible_edges(plan, node, "success")[0]}
             bad_edges = {(e.dst, e.condition) for e in possible_edges(plan, node, "exhausted")[0]}
             if not ok_edges or not bad_edges or ok_edges == bad_edges:

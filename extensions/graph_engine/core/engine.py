@@ -70,7 +70,7 @@ def step(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any] | None
          obs: Observation, texts: Texts) -> tuple[dict[str, Any] | None, Effects]:
     """Advance one hook call.  ``plans``: the current library; ``lookup`` finds a run's plan version; ``texts``:
     what words the texts the model and the person read (the host's ``render``: this module imports none)."""
-    fx = Effects(texts=texts)
+    fx = Effects(texts=texts, library=plans)
     run = _resume(lookup, state, fx)
     if run is not None:
         run.now, run.concurrent, run.serial_reason = obs.now, obs.concurrent, obs.serial_reason
@@ -131,7 +131,7 @@ def press(plans: Iterable[Plan], lookup: PlanLookup, state: dict[str, Any], ctl:
     person sees it where they pressed).  A result in flight when it came is judged against the step its call was
     shown, or set aside (``_judge``), never against a step the control moved to.  The answer the person reads
     (``request`` names their press) is kept in the run's ``pressed``."""
-    fx = Effects(texts=texts)
+    fx = Effects(texts=texts, library=plans)
     run = _resume(lookup, state, fx)
     if run is None:
         return None, fx

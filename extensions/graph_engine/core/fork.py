@@ -14,6 +14,7 @@ from typing import Any
 from .kinds import BRANCH_OUTCOMES, ENDINGS, FAN_IN_POLICIES
 from .model import Node
 from .records import Branch, Fork
+from .routing import evaluate, parse_condition
 from .state import branch_outcome, emit
 
 
@@ -70,7 +71,30 @@ def branch_progress(state: dict[str, Any], branch_id: str, sub: dict[str, Any]) 
             emit(state, event["type"], **{k: v for k, v in event.items() if k not in ("type", "seq", "turn")},
                  branch=branch_id)
     b["seen"], b["state"] = max(seen, sub.get("seq", 0)), sub
+    _supervise(state, b)
     return True
+
+
+def _supervise(state: dict[str, Any], b: Branch) -> None:
+    """A manager's look at its child after each of the child's passes: its stop condition (on the child's context,
+    ``stack.child.status`` and ``stack.child.turn``) stops it with success, its ``max_cycles`` passes with fail.
+    The host stops the child's agent once its branch has an outcome."""
+    sub = b["state"]
+    mine = sub.get("branch") or {}
+    if "child" not in mine or b["status"] in BRANCH_OUTCOMES or sub.get("status", "active") != "active":
+        return
+    turn = sub.get("turn", 0)
+    seen = {**(sub.get("context") or {}), "stack.child.status": "running", "stack.child.turn": str(turn)}
+    stop = mine.get("stop", "")
+    if stop and evaluate(parse_condition(stop), {"status": ""}, seen):
+        outcome, reason = "success", f"its stop condition held ({stop})"
+    elif turn >= int(mine.get("max_cycles", "0") or 0) > 0:
+        outcome, reason = "fail", f"the child ran {turn} passes, the manager's max_cycles, without completing"
+    else:
+        return
+    b["status"], b["reason"] = outcome, reason
+    emit(state, "branch_returned", node=b["id"], branch=b["id"], outcome=outcome, reason=reason, answer="",
+         by="manager")
 
 
 def branch_returned(state: dict[str, Any], branch_id: str, sub: dict[str, Any] | None, answer: str,

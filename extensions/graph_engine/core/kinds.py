@@ -30,6 +30,7 @@ class NodeKind:
     judged: bool = False  # a step the model carries out: its check judges the output, it has attempts and retries
     asks: bool = False  # a question for the person: each outgoing edge is an answer, so each needs a label
     forks: bool = False  # its outgoing edges are branches
+    manages: bool = False  # runs a child plan in a subordinate agent, supervises it, routes on how it went
     joins: bool = False  # where branches meet: routes as its fan-in policy reads how they went
     begins: bool = False  # where the run begins: one per plan, nothing leads into it
     decides: bool = False  # routes on the previous outcome: lint wants an edge for success and one for failure
@@ -75,6 +76,9 @@ NODE_KINDS: dict[str, NodeKind] = {k.name: k for k in (
     NodeKind("fan_in", "where the branches meet; routes on success or fail as its `fan_in_policy` reads how they "
              "went", "decision", joins=True,
              dot_shape="tripleoctagon", picture="tripleoctagon"),
+    NodeKind("manager", "runs the plan `child` in a subordinate agent and supervises it at each of its passes; routes "
+             "on success when the child completes or its `stop_condition` holds, else on fail", "decision",
+             manages=True, dot_shape="house", picture="house", mermaid=("[/", "\\]")),
 )}
 NODE_TYPES = tuple(NODE_KINDS)
 TERMINAL = frozenset(k.name for k in NODE_KINDS.values() if k.terminal)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from .patterns import unsafe
-from .routing import ConditionError, parse_condition, success_target
+from .routing import ConditionError, condition_problem, parse_condition, success_target
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
@@ -111,6 +111,10 @@ class Node:
     llm_model: str = ""
     fidelity: str = ""  # FIDELITY: full (the chat so far), compact / summary:* (the steps done), truncate (the default)
     thread_id: str = ""  # branches with the same thread_id run one after another in one agent
+    child: str = ""  # manager nodes: the plan (id) the subordinate agent runs
+    max_cycles: int = 1000  # manager nodes: the child's passes after which it is stopped and the node fails
+    stop_condition: str = ""  # manager nodes: a condition on the child's context that stops it with success
+    stop_clauses: tuple = ()  # ... parsed (routing.parse_condition)
 
     @property
     def kind(self) -> NodeKind:
@@ -343,6 +347,15 @@ def _branch_fields(plan_id: str, spec: dict, where: str) -> dict[str, Any]:
     _expect(out["max_items"] <= MAX_ITEMS, plan_id, f"{where}.max_items", f"is {out['max_items']}, over {MAX_ITEMS}",
             f"write at most {MAX_ITEMS}; narrow the list an earlier step captures")
     out["reduce"] = _reducers(plan_id, spec.get("reduce", {}), f"{where}.reduce")
+    child, stop = spec.get("child", ""), spec.get("stop_condition", "")
+    _expect(isinstance(child, str), plan_id, f"{where}.child", "must be a plan id", 'write e.g. "bugfix_workflow"')
+    _expect(isinstance(stop, str), plan_id, f"{where}.stop_condition", "must be a condition",
+            'write e.g. "context.tests=green"')
+    problem = condition_problem(stop) if stop.strip() else ""
+    _expect(not problem, plan_id, f"{where}.stop_condition", f"{stop!r}: {problem}",
+            "write clauses key=value or key!=value joined by &&", rule="condition_syntax")
+    out.update(child=child, stop_condition=stop, stop_clauses=parse_condition(stop) if stop.strip() else (),
+               max_cycles=_int(plan_id, spec.get("max_cycles", 1000), f"{where}.max_cycles", 1))
     return out
 
 

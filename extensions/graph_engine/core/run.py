@@ -89,6 +89,7 @@ class Effects:
     refused: str = ""  # a pressed control that changed nothing: why (press)
     texts: Texts = None  # type: ignore[assignment]  # given to ``step`` (the host's ``texts.render``): this module
     # words nothing itself
+    library: Any = ()  # given to ``step``: the library's plans (a manager node's child is one of them)
 
     def log(self, level: str, text: str) -> None:
         self.logs.append((level, text))

@@ -13,7 +13,7 @@ import uuid
 from typing import Any, Callable, Iterable, Iterator
 
 from .kinds import LAST_OUTCOMES, NODE_KINDS, NODE_OUTCOMES, OUTCOMES, RUN_STATUSES, NodeKind
-from .model import Plan
+from .model import Node, Plan
 from .fanout import first_of
 from .records import Fork, RunState
 from .routing import reachable
@@ -92,6 +92,20 @@ def branch_state(plan: Plan, parent: dict[str, Any], fork_node: str, fan_in: str
          branch=branch_id, parent=parent.get("run_id", ""), **({"item": item} if item is not None else {}))
     push_path(state, first)
     emit(state, "node_entered", node=first)
+    return state
+
+
+def child_state(child: Plan, parent: dict[str, Any], manager: Node) -> dict[str, Any]:
+    """The run of a manager node's child plan, driven by a subordinate agent of its own and supervised by the
+    parent at each of its passes (``branch``: which run and manager, the child plan, its stop condition and
+    cycles); it ends at its own exit or escalation, as a branch does."""
+    state = new_state(child, "", "", 0)
+    state.update(branch={"parent": parent.get("run_id", ""), "id": manager.id, "fork": manager.id, "fan_in": "",
+                         "child": child.id, "stop": manager.stop_condition, "max_cycles": str(manager.max_cycles)})
+    emit(state, "plan_activated", node=child.start, plan=child.id, version=child.version, triggers=[], by="manager",
+         branch=manager.id, parent=parent.get("run_id", ""))
+    push_path(state, child.start)
+    emit(state, "node_entered", node=child.start)
     return state
 
 
@@ -270,8 +284,10 @@ SHAPES: dict[str, Shape] = {
     "gate_jumps": ("a dict of node ids and counts", lambda v: isinstance(v, dict) and all(
         _is_int(x) for x in v.values())),
     "held": ("a bool", lambda v: isinstance(v, bool)),
-    "branch": ("a dict of parent, id, fork, fan_in[ and item] (a branch's run)", lambda v: isinstance(v, dict)
-               and {"parent", "id", "fork", "fan_in"} <= set(v) <= {"parent", "id", "fork", "fan_in", "item"}
+    "branch": ("a dict of parent, id, fork, fan_in[, item] (a branch's run), or with child, stop and max_cycles (a "
+               "manager's child's run)", lambda v: isinstance(v, dict)
+               and {"parent", "id", "fork", "fan_in"} <= set(v) <= {"parent", "id", "fork", "fan_in", "item", "child",
+                                                                    "stop", "max_cycles"}
                and all(isinstance(x, str) for x in v.values())),
     "fork": ("null or {node, fan_in, max_parallel, branches} (branches running at once)", _fork_fits),
     "picture": TEXT,
@@ -446,12 +462,19 @@ def _event_rules(s: dict[str, Any]) -> Iterator[str]:
         yield f"field 'events' holds an event of turn {late[0]}, outside turns 0 to {s['turn']}"
 
 
+def _childs(plan: Any, event: dict[str, Any]) -> bool:
+    """An event a manager's child run wrote (copied into the parent's with ``branch``): its nodes are the child's."""
+    node = plan.nodes.get(event.get("branch") or "")
+    return node is not None and node.kind.manages
+
+
 def _problem_with_plan(state: dict[str, Any], plan: Any) -> str:
     return _first(_plan_rules(state, plan))
 
 
 def _plan_rules(s: dict[str, Any], plan: Any) -> Iterator[str]:
     nodes = plan.nodes
+    child = "child" in (s.get("branch") or {})  # a manager's child: its events name the manager's node as branch
     if s["mode"] != plan.mode:
         yield f"field 'mode' is {_short(s['mode'])}, plan '{plan.id}' is a {plan.mode} plan"
     named = (("current_node", [s["current_node"]]), ("visited", list(s["visited"])), ("path", s["path"]),
@@ -460,7 +483,8 @@ def _plan_rules(s: dict[str, Any], plan: Any) -> Iterator[str]:
              ("escalation", [s["escalation"]["node"]] if s.get("escalation") and "node" in s["escalation"] else []),
              ("parallel", [first_of(plan, n) for f in s.get("parallel", [])
                            for n in [f["node"], *f["pending"], *f["failed"]]]),
-             ("events", [first_of(plan, e[k]) for e in s["events"] for k in EVENT_NODES if k in e and e[k]]))
+             ("events", [first_of(plan, e[k]) for e in s["events"] if not _childs(plan, e)
+                         for k in EVENT_NODES if k in e and e[k] and not (k == "branch" and child)]))
     for key, ids in named:
         missing = [n for n in ids if n not in nodes]
         if missing:
@@ -495,10 +519,18 @@ def _fork_rules(s: dict[str, Any], plan: Any) -> Iterator[str]:
     """A fork names the plan's parallel node and the fan-in its branches meet at, each branch one of its edges,
     each branch's run a run of this plan that belongs to it."""
     fork, mine = Fork.from_json(s.get("fork")), s.get("branch")
-    if mine is not None:
+    if mine is not None and "child" not in mine:  # (a manager's child runs a plan of its own)
         if first_of(plan, mine["id"]) not in plan.nodes or plan.fan_in_of.get(mine["fork"]) != mine["fan_in"]:
             yield f"field 'branch' names a branch {_short(mine['id'])} that plan '{plan.id}' does not have"
+    if mine is not None and "child" in mine and mine["child"] != plan.id:
+        yield f"field 'branch' names the child plan {_short(mine['child'])}, this run follows '{plan.id}'"
     if not fork:
+        return
+    manager = plan.nodes.get(fork.node)
+    if manager is not None and manager.kind.manages:
+        if fork.fan_in != fork.node or [b["id"] for b in fork.branches] != [fork.node] or \
+                (fork.branches[0]["state"].get("branch") or {}).get("child") != manager.child:
+            yield f"field 'fork' of the manager '{fork.node}' is not its one child's run of '{manager.child}'"
         return
     if plan.fan_in_of.get(fork.node) != fork.fan_in:
         yield f"field 'fork' names {_short(fork.node)} and {_short(fork.fan_in)}, not a parallel node and its fan-in"
@@ -518,7 +550,7 @@ def _rest_problem(s: dict[str, Any], plan: Any) -> str:
     node = plan.nodes[s["current_node"]]
     if s.get("status", "active") != "active" or node.kind.rests:
         return ""
-    if s.get("fork") and s["fork"]["node"] == node.id and node.kind.forks:
+    if s.get("fork") and s["fork"]["node"] == node.id and (node.kind.forks or node.kind.manages):
         return ""
     if s["stalled"] and node.kind.passes:
         return ""

@@ -23,9 +23,9 @@ from typing import Any, Callable, Mapping, Sequence
 from .kinds import STEP_OUTCOMES
 from .model import Edge, Node
 from .records import Branch, Fork
-from .state import MAX_CONTEXT_KEYS, MAX_GATE_JUMPS, branch_outcome, branch_state, emit, push_path
+from .state import MAX_CONTEXT_KEYS, MAX_GATE_JUMPS, branch_outcome, branch_state, child_state, emit, push_path
 from .routing import STATUS_OF, select_edge
-from .run import Effects, Run, _finish
+from .run import Effects, Run, _finish, _plan_by_id
 from .fork import _end_reason, fan_in_passes
 from .fanout import ITEM, agent_fit, branch_id, first_of, inside, items, over_list, reduced
 
@@ -224,6 +224,39 @@ def _branch_out(run: Run, node: Node) -> bool:
     return _move(run, node, _start_branches(run, node))
 
 
+def _manage(run: Run, node: Node) -> bool:
+    """A manager node: its child plan runs in a subordinate agent (a fork of one branch, the child's own run),
+    supervised at each of its passes (fork._supervise); the node routes when the child is done.  Without
+    subordinates at once, or without the child plan, it routes on fail with the reason."""
+    s = run.state
+    child = _plan_by_id(run.fx.library or (), node.child) if node.child else None
+    why = ""
+    if not run.concurrent or s.get("branch"):
+        why = "a manager runs its child in a subordinate agent, which this host does not run at once" + (
+            f" ({run.serial_reason})" if run.serial_reason else "")
+    elif child is None:
+        why = f"no plan '{node.child}' in the library (or it is disabled)"
+    elif child.id == run.plan.id or child.mode != "graph":
+        why = f"plan '{node.child}' cannot be its child" + (" (a plan does not manage itself)"
+                                                             if child.id == run.plan.id else " (a linear plan)")
+    if why:
+        run.fx.log("warning", f"[HTN] Workflow '{run.plan.name}': '{node.name}' runs no child: {why}")
+        s["outcome"], s["last_outcome"], s["last_failure"] = {"status": "fail"}, "exhausted", why
+        emit(s, "decision_routed", node=node.id, outcome="exhausted")
+        edge, _, _ = select_edge(run.plan, node.id, {"status": "fail"}, s.get("context", {}), "decision",
+                                 explain=False)
+        return _move(run, node, edge)
+    sub = Run(plan=child, state=child_state(child, s, node), fx=Effects(texts=run.fx.texts))
+    _settle(sub)
+    run.fx.logs.extend(sub.fx.logs)
+    b: Branch = {"id": node.id, "run": sub.state["run_id"], "status": branch_outcome(sub.state) or "pending",
+                 "state": sub.state, "answer": "", "reason": _end_reason(sub.state), "seen": 0}
+    s["fork"] = Fork(node.id, node.id, 1, [b]).to_json()
+    emit(s, "parallel_started", node=node.id, branches=[node.id], concurrent=True, max_parallel=1, child=child.id)
+    s["turns_since_transition"], s["route_note"] = 0, ""
+    return False
+
+
 def _meet(run: Run, node: Node) -> bool:
     return _move(run, node, _next_branch(run, node))
 
@@ -412,6 +445,10 @@ def _join_when_done(run: Run) -> None:
     fork = Fork.from_json(run.state.get("fork"))
     if not fork or run.state.get("status", "active") != "active":
         return
+    if not run.concurrent and run.plan.nodes[fork.node].kind.manages:  # (the child stays where it was)
+        run.state["fork"] = None
+        _manage(run, run.plan.nodes[fork.node]) and _settle(run)
+        return
     if not run.concurrent:
         run.state["fork"] = None
         edge = _start_branches(run, run.plan.nodes[fork.node])
@@ -429,7 +466,10 @@ def _join(run: Run, fork: Fork) -> None:
     outcomes = fork.outcomes()
     passed = fan_in_passes(fan_in, outcomes)
     for b in fork.branches:
-        _absorb(run, b.get("state"))
+        if fork.fan_in == fork.node:  # a manager's child runs another plan: only its captured values come back
+            _update_context(run, ((b.get("state") or {}).get("context") or {}), f"the child of '{fan_in.name}'")
+        else:
+            _absorb(run, b.get("state"))
     count_branch_turns(s, fork.branches)
     if fan_in.reduce:
         _update_context(run, reduced(fan_in, [(b["id"], (b.get("state") or {}).get("context") or {})
@@ -437,7 +477,8 @@ def _join(run: Run, fork: Fork) -> None:
     s["fork"] = None
     emit(s, "parallel_joined", node=fan_in.id, failed=[i for i, o in outcomes.items() if o != "success"],
          outcomes=outcomes, policy=fan_in.fan_in_policy, passed=passed)
-    _follow(run, Edge(src=fork.node, dst=fan_in.id, condition="branches"))
+    if fork.fan_in != fork.node:  # (a manager routes from itself)
+        _follow(run, Edge(src=fork.node, dst=fan_in.id, condition="branches"))
     status = "success" if passed else "fail"
     s["outcome"], s["last_outcome"] = {"status": status}, "success" if passed else "exhausted"
     s["last_failure"] = "" if passed else run.fx.texts.fan_in_failure(plan, fan_in, outcomes)
@@ -580,6 +621,7 @@ def _check_limits(run: Run) -> None:
 SETTLE: dict[str, Callable[[Run, Node], bool]] = {
     "start": _pass_on, "task": _rest, "decision": _decide, "escalate": _reach_escalation, "exit": _reach_exit,
     "checkpoint": _record_checkpoint, "human": _rest, "parallel": _branch_out, "fan_in": _meet,
+    "manager": _manage,
 }
 """What a node of each kind does when the run reaches it (kinds.NODE_KINDS has a row for each, and a test checks
 that every row has its handler): True when the run moved on and settling goes on, False when it rests there or

@@ -53,7 +53,7 @@ def context(plan: Plan, state: dict[str, Any]) -> str:
         return linear_context(plan, state)
     if state.get("fork"):
         return fork_context(plan, state)
-    if state.get("branch"):
+    if state.get("branch") and "child" not in state["branch"]:  # (a manager's child runs its whole plan)
         return branch_context(plan, state)
     return graph_context(plan, state)
 
@@ -449,6 +449,10 @@ def branch_assignment(plan: Plan, state: dict[str, Any], parent: dict[str, Any] 
     """The message a branch's subordinate agent starts with (its steps come with each of its turns); with a
     ``fidelity`` of full, the chat so far (``chat``), of compact or summary:*, the steps done before the fork."""
     name = branch_name(plan, state["branch"]["id"])
+    if "child" in state["branch"]:
+        return (f"You run the workflow '{state['plan_name']}' for the workflow '{plan.name}', whose step '{name}' "
+                "watches your progress at each of your turns. Do the steps you are shown, one at a time, each with "
+                "the tool it names; when you are told the workflow is done, answer with the response tool.")
     item = item_of(state)
     mine = f" It is for the item: {item}" + ("" if item.endswith((".", "!", "?")) else ".") if item is not None else ""
     text = (f"You run one branch of the workflow '{plan.name}': '{name}'.{mine} Other agents run the other branches "
@@ -541,6 +545,13 @@ def fan_in_note(plan: Plan, fan_in: Node, branches: list[dict[str, Any]], passed
     why no branch ran: a list with no item, or one that could not fan out)."""
     if none_ran:
         return f"No branch ran ({none_ran}): '{fan_in.name}' routes on {'success' if passed else 'fail'}."
+    if fan_in.kind.manages and branches:
+        b = branches[0]
+        answer = " ".join(str(b.get("answer", "")).split())[:ANSWER_SHOWN]
+        return (f"The child workflow '{(b.get('state') or {}).get('plan_name', fan_in.child)}' of '{fan_in.name}' "
+                f"ended: {b['status']}" + (f" ({b['reason']})" if b.get("reason") else "")
+                + (f"; its answer: {answer}" if answer else "") + f". '{fan_in.name}' routes on "
+                f"{'success' if passed else 'fail'}.")
     lines = [f"The branches met at '{fan_in.name}' ({_policy(plan, fan_in)}): it routes on "
              f"{'success' if passed else 'fail'}."]
     for b in branches:

@@ -26,6 +26,7 @@ import sys
 from typing import Any, Callable
 
 from ...core import control, engine
+from ...core.kinds import BRANCH_OUTCOMES
 from ...texts import render
 
 BRANCH_ATTR = "_graph_engine_branch"  # on a branch's agent: (the parent agent, the branch id)
@@ -43,6 +44,24 @@ _CLASSES: dict[type, type] = {}
 
 class Overdue(asyncio.CancelledError):
     """A branch's agent kept calling its model after its branch was done: its monologue is ended."""
+
+
+class Supervised(asyncio.CancelledError):
+    """A manager stopped its child (its stop condition held, or its cycles ran out): the child's monologue ends at
+    its next model call."""
+
+
+def _decided(agent: Any) -> str:
+    """Why a branch's agent must stop now: its branch has an outcome in the parent's fork already ("" when not)."""
+    mine = branch_of(agent)
+    if mine is None:
+        return ""
+    fork = getattr(mine[0], agent.__dict__.get(STATE_ATTR_KEY, "_htn_state"), None)
+    fork = fork.get("fork") if isinstance(fork, dict) else None
+    for b in fork.get("branches", ()) if isinstance(fork, dict) else ():
+        if b.get("id") == mine[1] and b.get("status") in BRANCH_OUTCOMES and b.get("status") != "stopped":
+            return str(b.get("reason", ""))
+    return ""
 
 
 def unable(agent: Any) -> str:
@@ -92,6 +111,10 @@ def _branch_class(cls: type) -> type:
                 """Its model, until it has made MAX_CALLS_AFTER_END calls since its branch ended without
                 answering: a model that never answers must not keep the chat's agent waiting for ever."""
                 current = getattr(self, self.__dict__.get(STATE_ATTR_KEY, "_htn_state"), None)
+                if isinstance(current, dict) and "child" in (current.get("branch") or {}):
+                    why = _decided(self)
+                    if why:
+                        raise Supervised(why)
                 if not (isinstance(current, dict) and current.get("status", "active") == "active"):
                     calls = self.__dict__[AFTER_END_KEY] = self.__dict__.get(AFTER_END_KEY, 0) + 1
                     if calls > MAX_CALLS_AFTER_END:
@@ -262,6 +285,9 @@ async def run(parent: Any, state: dict[str, Any], plan: Any, state_attr: str, re
             answer, problem = "", f"no answer within {limit:g} s (the parallel node's timeout)"
             log("warning", f"[HTN] Branch '{name}' of workflow '{plan.name}': no "
                            f"answer within {limit:g} s; its agent was stopped and the branch fails")
+        except Supervised as stopped:  # (raised by its own model call: its manager stopped it)
+            answer, problem = "", ""
+            log("info", f"[HTN] Workflow '{plan.name}': '{name}' stopped its child's agent: {stopped}")
         except Overdue:  # (raised by its own model calls: not a cancellation of this task)
             answer, problem = "", "its agent did not answer"
             log("warning", f"[HTN] Branch '{name}' of workflow '{plan.name}': its "
@@ -284,6 +310,12 @@ async def run(parent: Any, state: dict[str, Any], plan: Any, state_attr: str, re
                 tasks[b["id"]] = asyncio.ensure_future(one(b["id"]))
         while tasks and not all(t.done() for t in tasks.values()):
             await asyncio.wait(list(tasks.values()), timeout=POLL)
+            for b in fork["branches"]:  # a manager stopped its child (its stop condition, its cycles)
+                task = tasks.get(b["id"])
+                if task is not None and not task.done() and b["status"] in BRANCH_OUTCOMES:
+                    task.cancel()
+                    log("info", f"[HTN] Workflow '{plan.name}': '{render.branch_name(plan, b['id'])}' stopped its "
+                                f"child's agent: {b['reason']}")
             pending = getattr(parent, "intervention", None)
             if pending is not None and getattr(control.parse(_said(pending)), "kind", "") == "stop":
                 await _cancel(tasks)
