@@ -2,7 +2,7 @@
 # Install the graph workflow engine into an Agent-Zero tree (both layouts), with backup, manifest,
 # verification, --dry-run and --uninstall.  Run inside the container (or point --a0-root at a copy).
 #   ./install_graph_engine.sh [--a0-root DIR] [--dry-run] [--uninstall] [--yes] [--plugin]
-#                             [--with-optional] [--python PATH] [--check] [--self-test]
+#                             [--without-optional] [--python PATH] [--check] [--self-test]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 py="${GRAPH_ENGINE_INSTALL_PYTHON:-}"

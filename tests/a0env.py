@@ -146,7 +146,7 @@ def venv_for(tree: Path, python: str) -> Path:
     return venvs_dir(tree.parent) / f"{tree.name}-{digest}"
 
 
-# The pack's optional packages, as `install_graph_engine.sh --with-optional` and the plugin's install hook put
+# The pack's optional packages, as `install_graph_engine.sh` and the plugin's install hook put
 # them in Agent-Zero's Python: every tree's environment has them, so that a test never depends on whether an
 # earlier test's install hook added them (matching by meaning is on in every run).
 OPTIONAL = tuple(REQUIREMENT.values())

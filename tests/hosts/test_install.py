@@ -642,3 +642,29 @@ def test_every_place_a_version_is_written_agrees(tmp_path):
     again = run(root, "--yes", "--plugin")
     assert again.returncode == 0 and "already installed: version " + version in again.stdout
     assert f"{version} differs from {version}" not in run(root, "--check", "--plugin").stdout
+
+
+@pytest.mark.parametrize("flag, pip_works", [((), False), ((), True), (("--without-optional",), True)])
+def test_a_missing_optional_package_is_installed_by_default_and_its_loss_said_when_it_cannot_be(
+        tmp_path, monkeypatch, capsys, flag, pip_works):
+    import graph_engine.tools.installer as inst
+    root = make_tree(tmp_path, "old")
+    real_verify, calls = inst.verify, []
+
+    def verify(*args, **kwargs):
+        ok, report = real_verify(*args, **kwargs)
+        report["optional"]["wordllama"] = bool(calls) and pip_works  # absent until pip put it there
+        return ok, report
+
+    monkeypatch.setattr(inst, "verify", verify)
+    monkeypatch.setattr(inst, "install_optional", lambda python, names=(): calls.append(names) or (0 if pip_works else 1))
+    assert inst.main(["--a0-root", str(root), "--yes", "--python", sys.executable, *flag]) == 0
+    out = capsys.readouterr().out
+    assert calls == ([] if flag else [("wordllama",)])
+    lost = [line for line in out.splitlines() if line.startswith("optional packages wordllama")]
+    if flag:
+        assert lost and "left out (--without-optional)" in lost[0] and "matching by meaning is off" in lost[0]
+    elif pip_works:
+        assert lost == []
+    else:
+        assert lost and "pip could not install them" in lost[0] and "'wordllama>=0.4,<0.5'" in lost[0]

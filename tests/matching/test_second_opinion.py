@@ -144,6 +144,9 @@ def test_off_by_setting(monkeypatch):
 @pytest.mark.parametrize("text", [GERMAN, "Arregla el error en pagos.py, por favor, se cae al pagar",
                                   "Corrige le bug dans le module de paiement, s'il te plaît",
                                   "Já fiz o merge da branch de pagamentos ontem.", "请帮我修复 app.py 里的错误",
+                                  # Portuguese whose function words are English ones too ("a", "do", "no", "as")
+                                  "Faça a migração do banco no servidor", "Roda os testes do projeto",
+                                  "Atualiza a branch com a main", "Revisa o pull request", "Sistema a bug nel login",
                                   "Можешь исправить ошибку в app.py?"])
 def test_other_languages_are_told_apart(text):
     assert not second.reads_as_english(text)
@@ -151,7 +154,9 @@ def test_other_languages_are_told_apart(text):
 
 @pytest.mark.parametrize("text", ["fix the bug in /tmp/test.py", "der_bug.py crashes, fix it",
                                   "merge die-branch into main", "ZeroDivisionError in calc.py",
-                                  "ok", "", "```python\nx = 1 / 0\n```"])
+                                  "ok", "", "```python\nx = 1 / 0\n```", "Do a backup of the users DB",
+                                  "merge as soon as possible", "no, fix the login bug instead",
+                                  "fix the résumé parser bug", "Was the build green? If not, fix it"])
 def test_english_is_read_locally(text):
     assert second.reads_as_english(text)
 

@@ -43,7 +43,15 @@ une des du au aux avec pour dans sur pas ce cette ces mon ma mes ton ta tes nous
 peut faire merci aujourd hier o os as um uma uns umas em no na nos nas do da dos das ao à com por para não é são
 meu minha seu sua você vocês ele ela eles elas já ontem hoje pode fazer obrigado il lo gli le di della dello
 degli delle per con non che sono mio mia tuo tua questo questa puoi può fare grazie het een en van de is niet
-op te met voor dat je ik wij jullie zij mijn jouw deze dit kun kan maak bitte""".split()) - ENGLISH
+op te met voor dat je ik wij jullie zij mijn jouw deze dit kun kan maak bitte nel nella nei sul sulla a in me per
+come son was""".split())
+REQUESTS = frozenset("""faça faz fazer crie cria criar rode roda rodar corrija corrige corrigir atualize atualiza atualizar
+revise revisa revisar gere gera gerar mostre mostra verifique verifica apague apaga remova remove arregla arreglar haz
+corrige corregir actualiza actualizar ejecuta ejecutar crea crear revisa muestra borra elimina sistema correggi
+aggiorna esegui crea controlla mostra cancella rimuovi repareer herstel voer maak verwijder controleer mach erstelle
+behebe korrigiere aktualisiere lösche prüfe zeige führe corrige mets lance crée vérifie supprime affiche""".split())
+SHARED = FOREIGN & ENGLISH  # function words of English and of another language ("a", "do", "no", "as"): neither's
+FOREIGN = (FOREIGN | REQUESTS) - ENGLISH
 _WORD = re.compile(r"[^\W\d_]+")
 _CODE = re.compile(r"`[^`]*`|\S*[/\\._=:@#]\S*")  # paths, file names, identifiers, quoted code: not language
 
@@ -59,8 +67,8 @@ def reads_as_english(text: str) -> bool:
         if letters and sum(1 for c in letters if c < "\u0250") < 0.7 * len(letters):
             return False
     words = [w for w in _WORD.findall(_CODE.sub(" ", sample.lower())) if len(w) > 1 or w in "aoyeé"]
-    other = sum(map(FOREIGN.__contains__, words))
-    return other < 2 or other <= sum(map(ENGLISH.__contains__, words))
+    other = sum(1 for w in words if w in FOREIGN or not w.isascii())  # (a word with an accent is evidence too)
+    return other < 2 or other <= sum(1 for w in words if w in ENGLISH and w not in SHARED)
 
 
 def _line(plan_id: str, name: str, description: str) -> str:

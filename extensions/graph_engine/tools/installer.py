@@ -51,6 +51,15 @@ from graph_engine.tools.install_verify import (  # noqa: E402,F401
 # ── entry point ─────────────────────────────────────────────────────────────
 
 
+def without_optional(python: str, missing: tuple[str, ...], why: str) -> str:
+    """What the person is told when optional packages stay missing: why, what it costs, how to add them."""
+    cost = (" Without wordllama matching by meaning is off: a request starts a plan by its trigger phrases and the "
+            "utility model alone, so many requests worded unlike a plan's examples start nothing."
+            if "wordllama" in missing else "")
+    return (f"optional packages {', '.join(missing)}: {why}. The engine works without them.{cost} To add them: "
+            f"{python} -m pip install " + " ".join(f"'{REQUIREMENT[n]}'" for n in missing))
+
+
 def confirm(question: str, yes: bool) -> None:
     if yes:
         return
@@ -67,8 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--uninstall", action="store_true", help="restore the replaced files and remove this pack")
     ap.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     ap.add_argument("--plugin", action="store_true", help=f"v1.x: install as the plugin usr/plugins/{PLUGIN}")
-    ap.add_argument("--with-optional", action="store_true",
-                    help="pip-install orjson, jsonschema and wordllama into the framework's Python")
+    ap.add_argument("--with-optional", action="store_true", help=argparse.SUPPRESS)  # the default now
+    ap.add_argument("--without-optional", action="store_true",
+                    help="do not pip-install the missing optional packages (orjson, jsonschema, wordllama: "
+                         "matching by meaning needs wordllama)")
     ap.add_argument("--python", help=f"the framework's Python (default {FRAMEWORK_PYTHON} when present)")
     ap.add_argument("--check", action="store_true",
                     help="only report whether this version is installed and intact (exit 0 yes, 1 no)")
@@ -152,8 +163,15 @@ def run_install(root: Path, args: argparse.Namespace) -> int:
         rollback(root, manifest, plan.previous)
         return 1
     manifest.pop("_run")
-    if args.with_optional and install_optional(python) != 0:
-        say("pip failed: the engine works without the optional packages")
+    missing = tuple(name for name, present in report.get("optional", {}).items() if not present)
+    if missing and not args.without_optional:
+        code = install_optional(python, missing)
+        still = tuple(n for n, present in verify(layout, python, list(plan.merged.pack_plans))[1]["optional"].items()
+                      if not present) if code == 0 else missing
+        if still:
+            say(without_optional(python, still, "pip could not install them (is a package index reachable?)"))
+    elif missing:
+        say(without_optional(python, missing, "left out (--without-optional)"))
     say(f"installed: {len(manifest['installed'])} file(s); replaced {len(plan.replace) + len(plan.move_out)}; "
         f"manifest {root / STATE_DIR / MANIFEST}")
     say("live check: send a chat message such as 'fix the bug in /tmp/test.py'; the log shows "
