@@ -14,7 +14,8 @@ from typing import Any
 
 from .model import Edge, Node
 from .state import MAX_CONSUMED, emit, remember, shown_node
-from .verify import Evidence, Verdict, capture, check, did_not_run, judged_text, only_resets
+from .kinds import CHECKS
+from .verify import EXIT_STATUS, Evidence, Verdict, capture, check, did_not_run, judged_text, only_resets
 from .run import MAX_REPLY_HASHED, Observation, Run, _finish
 from .traversal import _complete, _follow, apply_outcome
 
@@ -55,6 +56,10 @@ def _judge(run: Run, obs: Observation, key: str) -> None:
     if _judged_already(s, obs, key, sha):
         return
     verdict = check(node.verify, evidence, text)
+    if not verdict.ok and _cut_once(s, node, out, text):  # a fresh terminal's output can come back before its end
+        emit(s, "evidence_ignored", node=node.id, tool=out.tool, reason=CUT)
+        s["notice"], s["notice_turn"] = run.fx.texts.output_cut(), s["turn"]
+        return
     if out.interrupted and not verdict.ok:  # the person's message may have cut the command short: no failure
         emit(s, "evidence_ignored", node=node.id, tool=out.tool,
              reason=f"a message came while the command ran, which may have cut it short ({verdict.reason}); "
@@ -83,6 +88,21 @@ def _judged_already(s: dict[str, Any], obs: Observation, key: str, digest: str) 
     emit(s, "evidence_ignored", node=s["current_node"], tool=obs.output.tool if obs.output else "",
          reason=f"the result of call {judged[0]}, already judged; call {key} returned nothing")
     return True
+
+
+CUT = ("the output came back without the [exit:N] line its command prints, cut before the command ended; the "
+       "step is shown again, its attempt unspent")
+
+
+def _cut_once(s: dict[str, Any], node: Any, out: Any, text: str) -> bool:
+    """The check reads the exit status, the call's command prints it, and its output has none: the output was cut
+    (a terminal just opened can answer before the command's end).  Not judged, once per step: a second such
+    output is judged as it is."""
+    if node.verify is None or not CHECKS[node.verify.type].reads_status or "[exit:" not in out.reply \
+            or EXIT_STATUS.search(text) is not None:
+        return False
+    return not any(e.get("type") == "evidence_ignored" and e.get("node") == node.id and e.get("reason") == CUT
+                   for e in s.get("events") or ())
 
 
 def _graph_verdict(run: Run, node: Node, verdict: Verdict, digest: str, captured: dict[str, str]) -> None:

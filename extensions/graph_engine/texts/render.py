@@ -652,6 +652,11 @@ def no_run_answer(kind: str) -> str:
                         "user so in one sentence.")
 
 
+def output_cut() -> str:
+    return ("[WORKFLOW NOTE] Your last command's output came back without its [exit:N] line: it was cut before the "
+            "command ended. Run this step's command again, as it is shown.")
+
+
 def terminal_busy() -> str:
     return ("[WORKFLOW NOTE] Your last command did not run: the terminal was still running an earlier command. "
             "Run this step's command again with \"reset\": true in the tool's arguments (the terminal is reset "
