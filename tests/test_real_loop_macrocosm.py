@@ -315,3 +315,25 @@ def test_each_branch_agent_has_its_profile_and_model_preset_and_an_unknown_profi
     assert reason.startswith("'nosuch' is no agent profile of this Agent-Zero (its profiles: ") and \
         "researcher" in reason
     assert types(events)[-1] == "plan_completed"
+
+
+def test_a_branch_whose_model_never_answers_ends_at_the_timeout_and_the_run_goes_on(a0_tree):
+    """The 'tests' branch's model takes a minute per call; the parallel node's timeout (4 s) ends it with the reason,
+    one log line names it, and the 'any' fan-in goes on with the other two."""
+    needs_subordinates(a0_tree)
+    p = project(a0_tree)
+    env = library(a0_tree, p, policy="any")
+    path = Path(env["GRAPH_ENGINE_LIBRARY"])
+    lib = json.loads(path.read_text())
+    lib["plans"]["release_checks"]["graph"]["nodes"]["fan"]["timeout"] = 4
+    path.write_text(json.dumps(lib))
+    run = a0_tree.run([WARM_UP, ASK.format(p=p)],
+                      parent_start(p) + [terminal('echo "release checks: done"', "Summary"), respond("Done.")],
+                      branch_replies=branch_script(p), chat_delay={"tests": 60.0}, env=env)
+    events = audit(a0_tree, run.chat_id)
+    returned = next(e for e in events if e.get("type") == "branch_returned" and e.get("branch") == "tests")
+    assert returned["outcome"] == "fail" and returned["reason"] == "no answer within 4 s (the parallel node's timeout)"
+    assert joined(events)["outcomes"] == {"lint": "success", "types": "success", "tests": "fail"}
+    logs = json.dumps(a0_tree.chat(run.chat_id).get("log", {}))
+    assert "Branch 'Unit tests' of workflow 'Release Checks': no answer within 4 s" in logs
+    assert types(events)[-1] == "plan_completed"

@@ -113,3 +113,20 @@ def test_the_stop_condition_stops_the_child_on_the_real_loop(a0_tree):
     returned = next(e for e in events if e["type"] == "branch_returned")
     assert returned["outcome"] == "success" and returned["reason"] == "its stop condition held (context.version=1.1)"
     assert "plan_completed" in types(events), [(e["type"], e.get("node"), e.get("branch")) for e in events[-8:]]
+
+
+def test_a_child_that_runs_too_long_is_stopped_at_max_cycles_and_the_manager_fails(a0_tree):
+    if a0_tree.layout != "new":
+        return  # (the first test covers v0.9.x)
+    p = project(a0_tree)
+    parent = [terminal(f"ls {p}", "Look"), respond("VERSION is there."),
+              terminal(f'ls {p}; echo "[exit:$?]"', "Look at the project")]
+    run = a0_tree.run([WARM_UP, ASK], parent + [respond("The bump ran too long; it was stopped.")],
+                      branch_replies={"watch": child_replies(p, stop_early=True)},
+                      env=library(a0_tree, p, max_cycles=2))
+    assert len([c for c in calls_of(run) if c["branch"] == "watch"]) == 1  # stopped before its second call
+    events = parent_log(a0_tree, run.chat_id)
+    returned = next(e for e in events if e["type"] == "branch_returned")
+    assert returned["outcome"] == "fail" and "the manager's max_cycles" in returned["reason"]
+    assert "plan_escalated" in types(events)
+    assert any("[WORKFLOW ESCALATED: Notes Release]" in m for m in run.calls)
