@@ -64,6 +64,12 @@ def parent_log(tree: A0Copy, chat_id: str) -> list[dict]:
     raise AssertionError(f"no audit log of the parent run in {folder}")
 
 
+def parent_start(p: Path) -> list[str]:
+    """The warm-up's two replies, then the request's first step ('Look at the project')."""
+    return [terminal(f"ls {p}", "Look"), respond("VERSION is there."),
+            terminal(f'ls {p}; echo "[exit:$?]"', "Look at the project")]
+
+
 def child_replies(p: Path, stop_early: bool = False) -> list[str]:
     bump = terminal(f'echo 1.1 > {p}/VERSION && echo version=$(cat {p}/VERSION); echo "[exit:$?]"', "Bump")
     check = terminal(f'grep -q 1.1 {p}/VERSION; echo "[exit:$?]"', "Check")
@@ -72,8 +78,7 @@ def child_replies(p: Path, stop_early: bool = False) -> list[str]:
 
 def test_the_child_plan_runs_in_a_subordinate_and_the_manager_routes_on_it(a0_tree):
     p = project(a0_tree)
-    parent = [terminal(f"ls {p}", "Look"), respond("VERSION is there."),
-              terminal(f'ls {p}; echo "[exit:$?]"', "Look at the project")]
+    parent = parent_start(p)
     if a0_tree.layout != "new":
         run = a0_tree.run([WARM_UP, ASK], parent + [respond("The release is stuck.")], env=library(a0_tree, p))
         logs = json.dumps(a0_tree.chat(run.chat_id).get("log", {}))
@@ -101,8 +106,7 @@ def test_the_stop_condition_stops_the_child_on_the_real_loop(a0_tree):
     if a0_tree.layout != "new":
         return  # (the test above covers v0.9.x)
     p = project(a0_tree)
-    parent = [terminal(f"ls {p}", "Look"), respond("VERSION is there."),
-              terminal(f'ls {p}; echo "[exit:$?]"', "Look at the project")]
+    parent = parent_start(p)
     run = a0_tree.run([WARM_UP, ASK], parent + [terminal(f'cat {p}/VERSION; echo "[exit:$?]"', "Report"),
                                                 respond("Released 1.1.")],
                       branch_replies={"watch": child_replies(p, stop_early=True)},
@@ -119,8 +123,7 @@ def test_a_child_that_runs_too_long_is_stopped_at_max_cycles_and_the_manager_fai
     if a0_tree.layout != "new":
         return  # (the first test covers v0.9.x)
     p = project(a0_tree)
-    parent = [terminal(f"ls {p}", "Look"), respond("VERSION is there."),
-              terminal(f'ls {p}; echo "[exit:$?]"', "Look at the project")]
+    parent = parent_start(p)
     run = a0_tree.run([WARM_UP, ASK], parent + [respond("The bump ran too long; it was stopped.")],
                       branch_replies={"watch": child_replies(p, stop_early=True)},
                       env=library(a0_tree, p, max_cycles=2))

@@ -13,7 +13,7 @@ from typing import Any
 from ..core.control import CONTROLS
 from ..core.kinds import ENDINGS
 from ..core.model import Node, Plan
-from ..core.fanout import first_of
+from . import render
 from ..core.state import branch_outcome
 from .render import plural, progress, steps_done
 
@@ -234,10 +234,9 @@ def _branch_name(plan: Plan | None, bid: str, sub: dict[str, Any]) -> str:
     """A branch's name; one over a list's item with its number and the item ('Fix one file #2: tests/b.py')."""
     if plan is None or bid in plan.nodes:
         return _name(plan, bid)
-    first = first_of(plan, bid)
     item = " ".join(str((sub.get("branch") or {}).get("item", "")).split())
     item = item if len(item) <= ITEM_SHOWN else item[: ITEM_SHOWN - 3] + "..."
-    return f"{_name(plan, first)} #{bid.rpartition('#')[2]}" + (f": {item}" if item else "")
+    return render.branch_name(plan, bid) + (f": {item}" if item else "")
 
 
 def _name(plan: Plan | None, nid: str) -> str:
